@@ -1,0 +1,106 @@
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Clock, Effect, Layer } from "effect"
+import { Api } from "../Http/Api.js"
+import { Forbidden, notFound, ValidationError } from "../Domain/Errors.js"
+import { Authentication } from "./Api.js"
+import { CurrentPrincipal } from "./Principal.js"
+import { type Need, scopeAllows } from "./Token.js"
+import { Tokens } from "./Tokens.js"
+import type { TokenRow } from "./TokensRepo.js"
+
+/** The scope a request needs, from its method and path (decisions §2). */
+export const needFor = (method: string, url: string): Need => {
+  const path = url.split("?")[0] ?? url
+  if (path.startsWith("/api/ping/")) return "ping"
+  if (path === "/api/tokens" || path.startsWith("/api/tokens/")) return "admin"
+  return method === "GET" || method === "HEAD" ? "read" : "write"
+}
+
+export const forbidden = (scope: string, need: Need) =>
+  new Forbidden({
+    message: `This token has scope '${scope}', which does not allow this request: it needs '${need}'${
+      need === "read" ? "" : " or a broader scope"
+    }.`
+  })
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.gen(function*() {
+    const tokens = yield* Tokens
+    return {
+      bearer: () =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const principal = yield* tokens.authenticate(request.headers["authorization"])
+          const need = needFor(request.method, request.url)
+          if (!scopeAllows(principal.scope, need)) return yield* forbidden(principal.scope, need)
+          return principal
+        })
+    }
+  })
+)
+
+const iso = (date: Date | null) => (date === null ? null : date.toISOString())
+
+export const tokenInfo = (row: TokenRow) => ({
+  id: row.id,
+  name: row.name,
+  scope: row.scope,
+  prefix: row.token_prefix,
+  expiresAt: iso(row.expires_at),
+  createdAt: row.created_at.toISOString(),
+  lastUsedAt: iso(row.last_used_at)
+})
+
+export const parseExpiry = (value: string | null | undefined, now: number) => {
+  if (value === null || value === undefined) return Effect.succeed(null)
+  const time = Date.parse(value)
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time)) {
+    return Effect.fail(
+      new ValidationError({ path: "expiresAt", message: `expiresAt must be an ISO 8601 timestamp such as 2027-01-01T00:00:00Z, not '${value}'.` })
+    )
+  }
+  if (time <= now) {
+    return Effect.fail(new ValidationError({ path: "expiresAt", message: "expiresAt must be in the future." }))
+  }
+  return Effect.succeed(new Date(time))
+}
+
+export const TokensHttpLive = HttpApiBuilder.group(Api, "tokens", (handlers) =>
+  Effect.gen(function*() {
+    const tokens = yield* Tokens
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const expiresAt = yield* parseExpiry(payload.expiresAt, yield* Clock.currentTimeMillis)
+          const { row, token } = yield* tokens.create({
+            orgId: principal.orgId,
+            userId: principal.userId,
+            name: payload.name,
+            scope: payload.scope,
+            expiresAt
+          })
+          return {
+            id: row.id,
+            name: row.name,
+            scope: row.scope,
+            expiresAt: iso(row.expires_at),
+            createdAt: row.created_at.toISOString(),
+            token
+          }
+        }))
+      .handle("list", () =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const rows = yield* tokens.list(principal.orgId)
+          return { tokens: rows.map(tokenInfo) }
+        }))
+      .handle("revoke", ({ path }) =>
+        Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const revoked = yield* tokens.revoke(principal.orgId, path.tokenId)
+          if (!revoked) return yield* notFound("Token", path.tokenId)
+        }))
+  })
+)

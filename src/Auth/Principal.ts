@@ -1,0 +1,14 @@
+import { Context } from "effect"
+import type { Scope } from "./Token.js"
+
+/** Who is calling: the token's organization, owner and scope. */
+export interface Principal {
+  readonly tokenId: string
+  readonly orgId: string
+  readonly scope: Scope
+  readonly userId: string | null
+  readonly userName: string | null
+  readonly userEmail: string | null
+}
+
+export class CurrentPrincipal extends Context.Tag("jobmon/CurrentPrincipal")<CurrentPrincipal, Principal>() {}

@@ -1,0 +1,107 @@
+import { NodeRuntime } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
+import { Console, Effect, Layer, Logger, LogLevel } from "effect"
+import { Scopes, type Scope } from "../Auth/Token.js"
+import { Tokens } from "../Auth/Tokens.js"
+import { AppConfigLive } from "../Config.js"
+import { DatabaseLive } from "../Db/Database.js"
+import { serve } from "../main.js"
+
+const usage = `jobmon — job monitoring service
+
+Usage:
+  jobmon serve                      run the service (what npm start runs)
+  jobmon migrate                    apply database migrations and exit
+  jobmon token create --scope <admin|write|read|ping> --name <name> [--org <slug>] [--expires <ISO date>]
+                                    print a new access token
+  jobmon help                       this text
+
+Configuration comes from the environment: DATABASE_URL, DATA_DIR, HOST, PORT, PUBLIC_URL,
+BOOTSTRAP_TOKEN, ALLOW_PRIVATE_TARGETS, LOG_LEVEL (see README.md).`
+
+class CliError extends Error {}
+
+const flags = (args: ReadonlyArray<string>) => {
+  const out = new Map<string, string>()
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (!arg.startsWith("--")) throw new CliError(`unexpected argument '${arg}'`)
+    const eq = arg.indexOf("=")
+    if (eq > 0) out.set(arg.slice(2, eq), arg.slice(eq + 1))
+    else {
+      const value = args[i + 1]
+      if (value === undefined) throw new CliError(`${arg} needs a value`)
+      out.set(arg.slice(2), value)
+      i++
+    }
+  }
+  return out
+}
+
+const DbOnly = DatabaseLive.pipe(Layer.provide(AppConfigLive))
+
+const tokenCreate = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const f = flags(args)
+    const scope = f.get("scope") ?? ""
+    if (!(Scopes as ReadonlyArray<string>).includes(scope)) throw new CliError(`--scope must be one of ${Scopes.join(", ")}`)
+    const name = f.get("name") ?? ""
+    if (name === "") throw new CliError("--name is required")
+    const slug = f.get("org") ?? "default"
+    const expires = f.get("expires")
+    const expiresAt = expires === undefined ? null : new Date(expires)
+    if (expiresAt !== null && Number.isNaN(expiresAt.getTime())) throw new CliError("--expires must be an ISO 8601 date")
+    const sql = yield* SqlClient.SqlClient
+    const orgs = yield* sql<{ id: string }>`select id from organizations where slug = ${slug}`.pipe(Effect.orDie)
+    if (orgs.length === 0) throw new CliError(`no organization with slug '${slug}' (start the service once to create 'default')`)
+    const owner = yield* sql<{ user_id: string }>`
+      select user_id from memberships where org_id = ${orgs[0]!.id} and role = 'admin' order by created_at limit 1`.pipe(Effect.orDie)
+    const tokens = yield* Tokens
+    const { token } = yield* tokens.create({
+      orgId: orgs[0]!.id,
+      userId: owner[0]?.user_id ?? null,
+      name,
+      scope: scope as Scope,
+      expiresAt
+    })
+    yield* Console.log(token)
+  }).pipe(Effect.provide(Tokens.Default), Effect.provide(DbOnly))
+
+export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
+  const [command, ...rest] = argv
+  switch (command) {
+    case "serve":
+    case undefined:
+      return serve
+    case "migrate":
+      return Effect.provide(Console.log("migrations applied"), DbOnly)
+    case "token":
+      if (rest[0] === "create") return tokenCreate(rest.slice(1))
+      return Effect.fail(new CliError("usage: jobmon token create --scope <scope> --name <name>"))
+    case "help":
+    case "--help":
+    case "-h":
+      return Console.log(usage)
+    default:
+      return Effect.fail(new CliError(`unknown command '${command}'\n\n${usage}`))
+  }
+}
+
+const program = run(process.argv.slice(2)).pipe(
+  Effect.catchIf((e): e is CliError => e instanceof CliError, (e) =>
+    Effect.sync(() => {
+      console.error(`jobmon: ${e.message}`)
+      process.exitCode = 2
+    })),
+  Effect.catchAllDefect((e) =>
+    e instanceof CliError
+      ? Effect.sync(() => {
+        console.error(`jobmon: ${e.message}`)
+        process.exitCode = 2
+      })
+      : Effect.die(e)
+  ),
+  Logger.withMinimumLogLevel(process.argv[2] === "serve" || process.argv[2] === undefined ? LogLevel.Info : LogLevel.Warning)
+)
+
+NodeRuntime.runMain(program as Effect.Effect<void>)

@@ -1,0 +1,72 @@
+import { Config, Context, Effect, Layer, LogLevel, Option, Redacted } from "effect"
+
+/** Every operator setting, read once from the environment (decisions §13). */
+export interface AppConfigShape {
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  readonly dataDir: string
+  readonly host: string
+  readonly port: number
+  readonly publicUrl: string
+  readonly bootstrapToken: Option.Option<Redacted.Redacted<string>>
+  readonly allowPrivateTargets: boolean
+  readonly logLevel: LogLevel.LogLevel
+  /** Ping rate limit per monitor: sustained per second and burst (decisions §11). */
+  readonly pingRatePerSecond: number
+  readonly pingBurst: number
+  /** Other endpoints, per token. */
+  readonly apiRatePerSecond: number
+  readonly apiBurst: number
+  /** Days of raw runs kept (TimescaleDB retention policy, or the service's own purge). 0 = forever. */
+  readonly runsRetentionDays: number
+  /** Compress run chunks older than this many days (TimescaleDB only). 0 = never. */
+  readonly runsCompressAfterDays: number
+}
+
+export class AppConfig extends Context.Tag("jobmon/AppConfig")<AppConfig, AppConfigShape>() {}
+
+const logLevelConfig = Config.literal("debug", "info", "warn", "error", "trace", "none")("LOG_LEVEL").pipe(
+  Config.withDefault("info" as const),
+  Config.map((level) =>
+    level === "debug"
+      ? LogLevel.Debug
+      : level === "warn"
+      ? LogLevel.Warning
+      : level === "error"
+      ? LogLevel.Error
+      : level === "trace"
+      ? LogLevel.Trace
+      : level === "none"
+      ? LogLevel.None
+      : LogLevel.Info
+  )
+)
+
+export const appConfig: Config.Config<AppConfigShape> = Config.all({
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL")).pipe(
+    Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
+  ),
+  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
+  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
+  port: Config.port("PORT").pipe(Config.withDefault(8080)),
+  publicUrl: Config.option(Config.string("PUBLIC_URL")),
+  bootstrapToken: Config.option(Config.redacted("BOOTSTRAP_TOKEN")),
+  allowPrivateTargets: Config.boolean("ALLOW_PRIVATE_TARGETS").pipe(Config.withDefault(false)),
+  logLevel: logLevelConfig,
+  pingRatePerSecond: Config.number("PING_RATE_PER_SECOND").pipe(Config.withDefault(10)),
+  pingBurst: Config.number("PING_BURST").pipe(Config.withDefault(100)),
+  apiRatePerSecond: Config.number("API_RATE_PER_SECOND").pipe(Config.withDefault(50)),
+  apiBurst: Config.number("API_BURST").pipe(Config.withDefault(200)),
+  runsRetentionDays: Config.integer("RUNS_RETENTION_DAYS").pipe(Config.withDefault(0)),
+  runsCompressAfterDays: Config.integer("RUNS_COMPRESS_AFTER_DAYS").pipe(Config.withDefault(7))
+}).pipe(
+  Config.map(({ publicUrl, ...rest }) => ({
+    ...rest,
+    publicUrl: Option.getOrElse(publicUrl, () => `http://${rest.host}:${rest.port}`).replace(/\/+$/, "")
+  }))
+)
+
+export const AppConfigLive = Layer.effect(AppConfig, appConfig)
+
+/** A config layer with overrides, for tests and the CLI. */
+export const AppConfigWith = (overrides: Partial<AppConfigShape>) =>
+  Layer.effect(AppConfig, Effect.map(appConfig, (base) => ({ ...base, ...overrides })))

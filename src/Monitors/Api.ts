@@ -1,0 +1,182 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication, IsoTimestamp } from "../Auth/Api.js"
+import { NotFound, ValidationError } from "../Domain/Errors.js"
+
+export const ScheduleType = Schema.Literal("cron", "interval")
+
+export const ScheduleInputSchema = Schema.Struct({
+  type: ScheduleType,
+  expression: Schema.String.annotations({
+    description: "cron: 5 fields or a macro such as @daily; interval: a duration such as 30s, 5m, 1h, 1d"
+  }),
+  timezone: Schema.optional(Schema.String.annotations({ description: "IANA zone name; default UTC" }))
+})
+
+export const ScheduleSchema = Schema.Struct({
+  type: ScheduleType,
+  expression: Schema.String,
+  timezone: Schema.String
+})
+
+export const SlaSchema = Schema.Struct({
+  durationTarget: Schema.Literal("p95", "p99"),
+  maxDurationMs: Schema.Int.pipe(Schema.positive())
+})
+
+export const MonitorStatus = Schema.Literal("NEW", "OK", "RUNNING", "LATE", "MISSED", "FAILING", "PAUSED")
+
+export const MaintenanceInfo = Schema.Struct({
+  windowId: Schema.String,
+  name: Schema.String,
+  endsAt: IsoTimestamp,
+  remainingSeconds: Schema.Int
+})
+
+export const Monitor = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  schedule: ScheduleSchema,
+  status: MonitorStatus,
+  healthScore: Schema.Number,
+  createdAt: IsoTimestamp,
+  updatedAt: IsoTimestamp,
+  graceSeconds: Schema.Int,
+  maxRuntimeSeconds: Schema.NullOr(Schema.Int),
+  maxOutputSizeKb: Schema.Int,
+  captureOutput: Schema.Boolean,
+  sla: Schema.NullOr(SlaSchema),
+  tags: Schema.Array(Schema.String),
+  autoResolve: Schema.Boolean,
+  paused: Schema.Boolean,
+  lastPingAt: Schema.NullOr(IsoTimestamp),
+  nextExpectedAt: Schema.NullOr(IsoTimestamp),
+  inMaintenance: Schema.Boolean,
+  maintenance: Schema.NullOr(MaintenanceInfo)
+})
+export type Monitor = typeof Monitor.Type
+
+const Name = Schema.String.pipe(
+  Schema.filter((s) => s.trim().length >= 1 || "name must not be empty"),
+  Schema.filter((s) => s.length <= 200 || `name must be at most 200 characters (it has ${s.length})`)
+)
+const GraceSeconds = Schema.Int.pipe(Schema.between(0, 31_536_000)).annotations({
+  description: "seconds after an expected time before the run counts as MISSED (0 to 31536000, default 60)"
+})
+const MaxRuntimeSeconds = Schema.NullOr(Schema.Int.pipe(Schema.between(1, 31_536_000)))
+const MaxOutputSizeKb = Schema.Int.pipe(Schema.between(1, 1024))
+const Tags = Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))).pipe(Schema.maxItems(50))
+
+export const CreateMonitorRequest = Schema.Struct({
+  name: Name,
+  schedule: ScheduleInputSchema,
+  graceSeconds: Schema.optional(GraceSeconds),
+  maxRuntimeSeconds: Schema.optional(MaxRuntimeSeconds),
+  maxOutputSizeKb: Schema.optional(MaxOutputSizeKb),
+  captureOutput: Schema.optional(Schema.Boolean),
+  sla: Schema.optional(Schema.NullOr(SlaSchema)),
+  tags: Schema.optional(Tags),
+  autoResolve: Schema.optional(Schema.Boolean)
+})
+export type CreateMonitorRequest = typeof CreateMonitorRequest.Type
+
+export const UpdateMonitorRequest = Schema.Struct({
+  name: Schema.optional(Name),
+  schedule: Schema.optional(ScheduleInputSchema),
+  graceSeconds: Schema.optional(GraceSeconds),
+  maxRuntimeSeconds: Schema.optional(MaxRuntimeSeconds),
+  maxOutputSizeKb: Schema.optional(MaxOutputSizeKb),
+  captureOutput: Schema.optional(Schema.Boolean),
+  sla: Schema.optional(Schema.NullOr(SlaSchema)),
+  tags: Schema.optional(Tags),
+  autoResolve: Schema.optional(Schema.Boolean)
+})
+export type UpdateMonitorRequest = typeof UpdateMonitorRequest.Type
+
+/** Query numbers arrive as strings; anything but a whole number is a 400 naming the parameter. */
+export const IntFromQuery = Schema.NumberFromString.pipe(Schema.int())
+
+export const ListMonitorsParams = Schema.Struct({
+  page: Schema.optional(IntFromQuery.pipe(Schema.greaterThanOrEqualTo(1))).annotations({ description: "default 1" }),
+  limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 100))).annotations({ description: "1 to 100, default 50" })
+})
+
+export const MonitorPage = Schema.Struct({
+  monitors: Schema.Array(Monitor),
+  total: Schema.Int,
+  page: Schema.Int,
+  limit: Schema.Int
+})
+
+export const MonitorIdPath = Schema.Struct({ monitorId: Schema.String })
+
+export const PreviewRequest = Schema.Struct({
+  schedule: ScheduleInputSchema,
+  from: Schema.optional(Schema.String.annotations({ description: "ISO 8601 timestamp; default now" })),
+  count: Schema.optional(Schema.Int.pipe(Schema.between(1, 100)))
+})
+
+export const PreviewResponse = Schema.Struct({
+  schedule: ScheduleSchema,
+  description: Schema.String,
+  occurrences: Schema.Array(IsoTimestamp)
+})
+
+export class MonitorsApi extends HttpApiGroup.make("monitors")
+  .add(
+    HttpApiEndpoint.post("create", "/api/monitors")
+      .setPayload(CreateMonitorRequest)
+      .addSuccess(Monitor, { status: 201 })
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "Create a monitor")
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/api/monitors")
+      .setUrlParams(ListMonitorsParams)
+      .addSuccess(MonitorPage)
+      .annotate(OpenApi.Summary, "List the organization's monitors, oldest first")
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/api/monitors/:monitorId")
+      .setPath(MonitorIdPath)
+      .addSuccess(Monitor)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.patch("update", "/api/monitors/:monitorId")
+      .setPath(MonitorIdPath)
+      .setPayload(UpdateMonitorRequest)
+      .addSuccess(Monitor)
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "Change a monitor's settings")
+  )
+  .add(
+    HttpApiEndpoint.del("delete", "/api/monitors/:monitorId")
+      .setPath(MonitorIdPath)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.post("pause", "/api/monitors/:monitorId/pause")
+      .setPath(MonitorIdPath)
+      .addSuccess(Monitor)
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "Pause a monitor: pings are recorded, no incidents are raised")
+  )
+  .add(
+    HttpApiEndpoint.post("resume", "/api/monitors/:monitorId/resume")
+      .setPath(MonitorIdPath)
+      .addSuccess(Monitor)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.post("preview", "/api/schedules/preview")
+      .setPayload(PreviewRequest)
+      .addSuccess(PreviewResponse)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "The next expected times of a schedule, in its zone")
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Monitors")
+{}

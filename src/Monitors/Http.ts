@@ -1,0 +1,52 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Clock, Effect } from "effect"
+import { CurrentPrincipal } from "../Auth/Principal.js"
+import { ValidationError } from "../Domain/Errors.js"
+import { Api } from "../Http/Api.js"
+import { checkSchedule, Monitors, toMonitor } from "./Monitors.js"
+import { describeSchedule, nextOccurrences } from "./Schedule.js"
+
+export const MonitorsHttpLive = HttpApiBuilder.group(Api, "monitors", (handlers) =>
+  Effect.gen(function*() {
+    const monitors = yield* Monitors
+    const org = Effect.map(CurrentPrincipal, (p) => p.orgId)
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.flatMap(org, (orgId) => monitors.create(orgId, payload)).pipe(Effect.map(toMonitor)))
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const orgId = yield* org
+          const page = urlParams.page ?? 1
+          const limit = urlParams.limit ?? 50
+          const { rows, total } = yield* monitors.page(orgId, page, limit)
+          return { monitors: rows.map(toMonitor), total, page, limit }
+        }))
+      .handle("get", ({ path }) =>
+        Effect.flatMap(org, (orgId) => monitors.find(orgId, path.monitorId)).pipe(Effect.map(toMonitor)))
+      .handle("update", ({ path, payload }) =>
+        Effect.flatMap(org, (orgId) => monitors.update(orgId, path.monitorId, payload)).pipe(Effect.map(toMonitor)))
+      .handle("delete", ({ path }) => Effect.flatMap(org, (orgId) => monitors.remove(orgId, path.monitorId)))
+      .handle("pause", ({ path }) =>
+        Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, true)).pipe(Effect.map(toMonitor)))
+      .handle("resume", ({ path }) =>
+        Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, false)).pipe(Effect.map(toMonitor)))
+      .handle("preview", ({ payload }) =>
+        Effect.gen(function*() {
+          const schedule = yield* checkSchedule(payload.schedule)
+          let from = yield* Clock.currentTimeMillis
+          if (payload.from !== undefined) {
+            const parsed = Date.parse(payload.from)
+            if (Number.isNaN(parsed)) {
+              return yield* new ValidationError({ path: "from", message: `from must be an ISO 8601 timestamp, not '${payload.from}'.` })
+            }
+            from = parsed
+          }
+          const occurrences = nextOccurrences(schedule, from, payload.count ?? 10)
+          return {
+            schedule: { type: schedule.type, expression: schedule.expression, timezone: schedule.timezone },
+            description: describeSchedule(schedule),
+            occurrences: occurrences.map((t) => new Date(t).toISOString())
+          }
+        }))
+  })
+)

@@ -1,0 +1,141 @@
+import { Clock, Effect, Either } from "effect"
+import { NotFound, ValidationError } from "../Domain/Errors.js"
+import { isUuid } from "../Domain/Ids.js"
+import type { CreateMonitorRequest, Monitor, UpdateMonitorRequest } from "./Api.js"
+import { type MonitorRow, MonitorsRepo, type MonitorSettings } from "./MonitorsRepo.js"
+import { nextOccurrence, type Schedule, type ScheduleInput, validateSchedule } from "./Schedule.js"
+
+export const DEFAULT_GRACE_SECONDS = 60
+export const DEFAULT_MAX_OUTPUT_KB = 10
+
+const iso = (date: Date | null) => (date === null ? null : date.toISOString())
+
+export const scheduleOf = (row: Pick<MonitorRow, "schedule_type" | "schedule_expression" | "timezone">): Schedule => {
+  const parsed = validateSchedule({ type: row.schedule_type, expression: row.schedule_expression, timezone: row.timezone })
+  if (Either.isLeft(parsed)) throw new Error(`stored schedule is invalid: ${parsed.left.message}`)
+  return parsed.right
+}
+
+/** The first time a run is expected after `from`: the next cron occurrence, or from + interval. */
+export const firstExpected = (schedule: Schedule, from: number): Date | null => {
+  const next = nextOccurrence(schedule, from)
+  return next === undefined ? null : new Date(next)
+}
+
+export const toMonitor = (row: MonitorRow): Monitor => ({
+  id: row.id,
+  name: row.name,
+  schedule: { type: row.schedule_type, expression: row.schedule_expression, timezone: row.timezone },
+  status: (row.paused ? "PAUSED" : row.status) as Monitor["status"],
+  healthScore: row.health_score,
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString(),
+  graceSeconds: row.grace_seconds,
+  maxRuntimeSeconds: row.max_runtime_seconds,
+  maxOutputSizeKb: row.max_output_size_kb,
+  captureOutput: row.capture_output,
+  sla: row.sla,
+  tags: row.tags,
+  autoResolve: row.auto_resolve,
+  paused: row.paused,
+  lastPingAt: iso(row.last_ping_at),
+  nextExpectedAt: iso(row.next_expected_at),
+  inMaintenance: false,
+  maintenance: null
+})
+
+export const checkSchedule = (input: ScheduleInput, path = "schedule") =>
+  Either.match(validateSchedule(input), {
+    onLeft: (error) =>
+      Effect.fail(new ValidationError({ path: `${path}.${error.field}`, message: `${path}.${error.field}: ${error.message}` })),
+    onRight: (schedule) => Effect.succeed(schedule)
+  })
+
+const monitorNotFound = (id: string) => new NotFound({ message: `Monitor ${id} does not exist` })
+
+export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
+  dependencies: [MonitorsRepo.Default],
+  effect: Effect.gen(function*() {
+    const repo = yield* MonitorsRepo
+
+    const find = (orgId: string, id: string) =>
+      Effect.gen(function*() {
+        if (!isUuid(id)) return yield* monitorNotFound(id)
+        const row = yield* repo.findById(orgId, id)
+        if (row === undefined) return yield* monitorNotFound(id)
+        return row
+      })
+
+    const create = (orgId: string, input: CreateMonitorRequest) =>
+      Effect.gen(function*() {
+        const schedule = yield* checkSchedule(input.schedule)
+        const now = yield* Clock.currentTimeMillis
+        const settings: MonitorSettings = {
+          name: input.name.trim(),
+          scheduleType: schedule.type,
+          scheduleExpression: schedule.expression,
+          timezone: schedule.timezone,
+          graceSeconds: input.graceSeconds ?? DEFAULT_GRACE_SECONDS,
+          maxRuntimeSeconds: input.maxRuntimeSeconds ?? null,
+          maxOutputSizeKb: input.maxOutputSizeKb ?? DEFAULT_MAX_OUTPUT_KB,
+          captureOutput: input.captureOutput ?? true,
+          sla: input.sla ?? null,
+          tags: input.tags ?? [],
+          autoResolve: input.autoResolve ?? true
+        }
+        return yield* repo.insert(orgId, settings, firstExpected(schedule, now), new Date(now))
+      })
+
+    const update = (orgId: string, id: string, input: UpdateMonitorRequest) =>
+      Effect.gen(function*() {
+        const current = yield* find(orgId, id)
+        const schedule = input.schedule === undefined ? scheduleOf(current) : yield* checkSchedule(input.schedule)
+        const now = yield* Clock.currentTimeMillis
+        const scheduleChanged = schedule.type !== current.schedule_type ||
+          schedule.expression !== current.schedule_expression || schedule.timezone !== current.timezone
+        const settings: MonitorSettings = {
+          name: input.name?.trim() ?? current.name,
+          scheduleType: schedule.type,
+          scheduleExpression: schedule.expression,
+          timezone: schedule.timezone,
+          graceSeconds: input.graceSeconds ?? current.grace_seconds,
+          maxRuntimeSeconds: input.maxRuntimeSeconds === undefined ? current.max_runtime_seconds : input.maxRuntimeSeconds,
+          maxOutputSizeKb: input.maxOutputSizeKb ?? current.max_output_size_kb,
+          captureOutput: input.captureOutput ?? current.capture_output,
+          sla: input.sla === undefined ? current.sla : input.sla,
+          tags: input.tags ?? current.tags,
+          autoResolve: input.autoResolve ?? current.auto_resolve
+        }
+        // A new schedule is expected afresh from now (or from the last ping, for intervals).
+        const nextExpectedAt = scheduleChanged
+          ? firstExpected(schedule, schedule.type === "interval" ? (current.last_ping_at?.getTime() ?? now) : now)
+          : current.next_expected_at
+        const row = yield* repo.update(orgId, id, settings, nextExpectedAt, new Date(now))
+        if (row === undefined) return yield* monitorNotFound(id)
+        return row
+      })
+
+    const setPaused = (orgId: string, id: string, paused: boolean) =>
+      Effect.gen(function*() {
+        const current = yield* find(orgId, id)
+        const now = yield* Clock.currentTimeMillis
+        // Resuming expects the next run from now on: what fell due while paused is not held against the job.
+        const next = paused ? current.next_expected_at : firstExpected(scheduleOf(current), now)
+        const row = yield* repo.setPaused(orgId, id, paused, next, new Date(now))
+        if (row === undefined) return yield* monitorNotFound(id)
+        return row
+      })
+
+    const remove = (orgId: string, id: string) =>
+      Effect.gen(function*() {
+        yield* find(orgId, id)
+        const now = yield* Clock.currentTimeMillis
+        const deleted = yield* repo.softDelete(orgId, id, new Date(now))
+        if (!deleted) return yield* monitorNotFound(id)
+      })
+
+    const page = (orgId: string, page: number, limit: number) => repo.page(orgId, (page - 1) * limit, limit)
+
+    return { find, create, update, setPaused, remove, page } as const
+  })
+}) {}

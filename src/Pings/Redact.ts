@@ -1,0 +1,288 @@
+/**
+ * Redaction of secrets in job output (interface spec, "Ping bodies" rule 4; decisions §4, §15).
+ *
+ * Pure: no I/O, no services. The value of each secret is replaced by {@link REDACTED}; the key,
+ * the separator, the quotes and an authorization scheme (`Bearer`, `Basic`, …) stay, so the output
+ * still reads. docs/redaction.md lists what is redacted and what is deliberately not.
+ *
+ * Design rules that the tests pin down:
+ * - Idempotent: the marker is a valid value of every rule and never matches anything itself, and
+ *   a replacement never joins text into a new match, so `redact(redact(x)) === redact(x)`.
+ * - A string with nothing to redact is returned as it came (the same string).
+ * - Linear time: every pattern is anchored on a literal or on the start of a maximal run, quoted
+ *   values stop at the next quote or line end, and keys are classified in code rather than by one
+ *   large alternation, so adversarial input (1 MiB of `password`, `a=`, `"`…) stays fast.
+ */
+
+export const REDACTED = "***REDACTED***"
+
+/**
+ * Private key blocks: PEM (`PKCS#1`/`PKCS#8`, RSA, EC, DSA, OPENSSH, ENCRYPTED) and PGP
+ * (`PRIVATE KEY BLOCK`). The whole block, BEGIN and END lines included, becomes the marker; a
+ * block without its END line (cut off, or pasted partially) is redacted to the end of the text.
+ */
+const PRIVATE_KEY_BLOCK =
+  /-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----|$)/g
+
+/**
+ * The head of an assignment: a maximal run of key characters (`(?=(run))\1` makes it atomic, so
+ * nothing backtracks into the run), an optional closing quote of a quoted key (`"`, `'`, or `\"`
+ * in escaped JSON), then either a separator (`=`, `:`, `:=`, `=>`, with optional blanks) or, for
+ * command-line flags only, blanks. `==` and `::` are comparisons and scopes, not assignments.
+ */
+const ASSIGNMENT_HEAD = /(?<![\w.-])(?=([\w.-]+))\1(\\?["']?)(?:([ \t]*(?:=>|:=|[:=](?![=:]))[ \t]*)|([ \t]+))/g
+
+/**
+ * The value after a separator, tried in order: an escaped-JSON string (`\"…\"`), a double-quoted,
+ * single-quoted or backquoted string (one line; backslash escapes in double quotes), or an
+ * unquoted word, possibly after an unmatched opening quote. Unquoted values end at blanks,
+ * quotes and the delimiters of query strings, connection strings, lists and objects: `, ; & ) ] }`.
+ */
+const VALUE =
+  /\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|"((?:[^"\\\r\n]|\\.)*)"|'([^'\r\n]*)'|`([^`\r\n]*)`|(\\?["'`]?)([^\s"'`,;&)\]}]+)/y
+
+/** An `Authorization` header value runs to the end of the line (or of its quotes). */
+const AUTHORIZATION_VALUE =
+  /\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|"((?:[^"\\\r\n]|\\.)*)"|'([^'\r\n]*)'|`([^`\r\n]*)`|(\\?["'`]?)([^\r\n"'`\\]*[^\s"'`\\])/y
+
+/** Authorization schemes that stay readable in front of the redacted credentials. */
+const AUTHORIZATION_SCHEME =
+  /^(?:Basic|Bearer|Digest|Token|Negotiate|NTLM|ApiKey|Key|SSWS|DPoP|OAuth|AWS4-HMAC-SHA256)[ \t]+/i
+
+/**
+ * Key names, matched on the normalized key (see {@link normalizeKey}) at its END, so
+ * `DB_PASSWORD`, `PGPASSWORD`, `x-api-key`, `clientSecret` and `AWS_SECRET_ACCESS_KEY` match while
+ * `password_file`, `tokens`, `token_type` and `Passwords` do not.
+ */
+const SECRET_KEY =
+  /(?:password|passwd|passphrase|secret|token|apikey|_pass|_pwd|(?:^|_)(?:api|access|secret|private|account|signing|encryption)_key|(?:^|_)secret_key_base)$/
+
+const AUTHORIZATION_KEY = /(?:^|_)authorization$/
+
+/** `DB_PASSWORD`, `db-password`, `db.password`, `dbPassword`, `--db-password` → `db_password`. */
+export const normalizeKey = (key: string): string =>
+  key
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
+    .toLowerCase()
+    .replace(/[.-]/g, "_")
+    .replace(/_{2,}/g, "_")
+    .replace(/^_+|_+$/g, "")
+
+type KeyKind = "plain" | "authorization"
+
+/**
+ * Whether a key names a secret. Bare `pass` and `pwd` are ambiguous and get narrower rules:
+ * - `pwd` alone is the shell's working directory (`PWD=/home/app` in every `env` dump): only the
+ *   flag `--pwd` counts; `MYSQL_PWD` and `db_pwd` count through the `_pwd` suffix.
+ * - `pass` alone is a test verdict in `PASS: TestLogin` (Go, automake): it counts as a flag
+ *   (`--pass x`) and in tight or `=` forms (`pass=x`, `pass:x`, `pass = x`), not as `pass: x`.
+ */
+const classifyKey = (key: string, separator: string): KeyKind | undefined => {
+  const normalized = normalizeKey(key)
+  if (AUTHORIZATION_KEY.test(normalized)) return "authorization"
+  if (SECRET_KEY.test(normalized)) return "plain"
+  const isFlag = key.startsWith("-")
+  if (normalized === "pwd") return isFlag ? "plain" : undefined
+  if (normalized === "pass") {
+    return isFlag || !/^[ \t]*:[ \t]/.test(separator) ? "plain" : undefined
+  }
+  return undefined
+}
+
+/** The part of `text` to replace, as [start, end); undefined when there is nothing to hide. */
+type Span = readonly [start: number, end: number, resumeAt: number]
+
+const quotedGroups = [1, 2, 3, 4] as const
+
+/** Parses the value at `at` and returns the span of its secret part. */
+const valueSpan = (text: string, at: number, kind: KeyKind): Span | undefined => {
+  const pattern = kind === "authorization" ? AUTHORIZATION_VALUE : VALUE
+  pattern.lastIndex = at
+  const match = pattern.exec(text)
+  if (match === null) return undefined
+  const resumeAt = at + match[0].length
+  let start: number
+  let value: string
+  const quoted = quotedGroups.find((group) => match[group] !== undefined)
+  if (quoted !== undefined) {
+    value = match[quoted]!
+    const quoteLength = quoted === 1 ? 2 : 1
+    start = at + quoteLength
+  } else {
+    value = match[6]!
+    start = at + match[5]!.length
+    // `"password": {` and `"password": [` open a nested structure; there is no value here.
+    if (/^[{[]+$/.test(value)) return undefined
+  }
+  if (kind === "authorization") {
+    const scheme = AUTHORIZATION_SCHEME.exec(value)
+    if (scheme !== null) {
+      start += scheme[0].length
+      value = value.slice(scheme[0].length)
+    }
+  }
+  if (value.length === 0) return undefined
+  return [start, start + value.length, resumeAt]
+}
+
+/** `//user:pass@host` is redacted by {@link redactUrlCredentials}, which keeps the host. */
+const URL_PASSWORD_AHEAD = /[^\s/?#"'<>]*@/y
+
+const isUrlUserinfo = (text: string, keyStart: number, closingQuote: string, separator: string, at: number) => {
+  if (closingQuote !== "" || separator !== ":" || text.slice(keyStart - 2, keyStart) !== "//") return false
+  URL_PASSWORD_AHEAD.lastIndex = at
+  return URL_PASSWORD_AHEAD.test(text)
+}
+
+/**
+ * `key=value`, `key: value`, `"key": "value"`, `'key' => 'value'`, `export KEY=value`,
+ * `--key=value` and `--key value`. A key that is not secret consumes only itself and its
+ * separator, so a secret inside its value (`opts=--password=x`, a connection string) is still found.
+ */
+const redactAssignments = (text: string): string => {
+  const head = new RegExp(ASSIGNMENT_HEAD.source, "g")
+  const parts: Array<string> = []
+  let copiedUpTo = 0
+  let match: RegExpExecArray | null
+  while ((match = head.exec(text)) !== null) {
+    const key = match[1]!
+    const closingQuote = match[2]!
+    const flagBlanks = match[4]
+    const separator = match[3] ?? flagBlanks!
+    const at = match.index + match[0].length
+    if (flagBlanks !== undefined && !key.startsWith("--")) continue
+    const kind = classifyKey(key, separator)
+    if (kind === undefined) continue
+    if (flagBlanks !== undefined && (text[at] === "-" || at >= text.length)) continue
+    if (isUrlUserinfo(text, match.index, closingQuote, separator, at)) continue
+    const span = valueSpan(text, at, kind)
+    if (span === undefined) continue
+    const [start, end, resumeAt] = span
+    parts.push(text.slice(copiedUpTo, start), REDACTED)
+    copiedUpTo = end
+    head.lastIndex = resumeAt
+  }
+  if (parts.length === 0) return text
+  parts.push(text.slice(copiedUpTo))
+  return parts.join("")
+}
+
+/** `<password>hunter2</password>` (XML configuration, SOAP). */
+const XML_ELEMENT = /<([A-Za-z_][\w.-]*)>([^<\r\n]*)<\/\1>/g
+
+const redactXmlElements = (text: string): string =>
+  text.replace(XML_ELEMENT, (element, name: string, value: string) =>
+    value.length > 0 && classifyKey(name, "=") !== undefined ? `<${name}>${REDACTED}</${name}>` : element)
+
+/**
+ * Bearer tokens in free text (`Authorization:` headers are handled as assignments). RFC 6750
+ * token characters; the word after `Bearer` is kept when it is ordinary prose ("bearer of bad
+ * news", "bearer token expired", "Bearer realm=…").
+ */
+const BEARER = /(?<![\w-])(bearer)([ \t]+)([\w.~+/=-]+)/gi
+
+const BEARER_PROSE = new Set([
+  "a",
+  "an",
+  "and",
+  "are",
+  "as",
+  "at",
+  "auth",
+  "authentication",
+  "authorisation",
+  "authorization",
+  "based",
+  "be",
+  "been",
+  "bond",
+  "bonds",
+  "but",
+  "by",
+  "can",
+  "credential",
+  "credentials",
+  "error",
+  "expected",
+  "expired",
+  "flow",
+  "for",
+  "format",
+  "from",
+  "grant",
+  "has",
+  "have",
+  "header",
+  "headers",
+  "if",
+  "in",
+  "instrument",
+  "instruments",
+  "invalid",
+  "is",
+  "may",
+  "missing",
+  "mode",
+  "must",
+  "no",
+  "not",
+  "of",
+  "on",
+  "only",
+  "or",
+  "prefix",
+  "realm",
+  "required",
+  "scheme",
+  "schemes",
+  "scope",
+  "share",
+  "shares",
+  "should",
+  "string",
+  "support",
+  "supported",
+  "the",
+  "to",
+  "token",
+  "tokens",
+  "type",
+  "value",
+  "was",
+  "were",
+  "will",
+  "with"
+])
+
+const isBearerProse = (word: string): boolean => {
+  const bare = word.replace(/[.=]+$/, "").toLowerCase()
+  return bare.length === 0 || BEARER_PROSE.has(bare)
+}
+
+const redactBearerTokens = (text: string): string =>
+  text.replace(BEARER, (whole, keyword: string, blanks: string, token: string) =>
+    isBearerProse(token) ? whole : keyword + blanks + REDACTED)
+
+/**
+ * Credentials in URLs: `postgres://user:pass@host/db` → `postgres://user:***REDACTED***@host/db`.
+ * The password runs to the LAST `@` of the authority, so an unencoded `@` in it is covered too.
+ */
+const URL_CREDENTIALS = /\/\/([^\s:/?#"'<>]*):([^\s/?#"'<>]*)@/g
+
+const redactUrlCredentials = (text: string): string =>
+  text.replace(URL_CREDENTIALS, (whole, user: string, password: string) =>
+    password.length === 0 ? whole : `//${user}:${REDACTED}@`)
+
+/**
+ * Replaces the value of every secret in `text` with {@link REDACTED}, keeping the keys. Returns
+ * `text` itself when there is nothing to redact.
+ */
+export const redact = (text: string): string => {
+  let result = text.includes("PRIVATE KEY") ? text.replace(PRIVATE_KEY_BLOCK, REDACTED) : text
+  result = redactAssignments(result)
+  result = result.includes("</") ? redactXmlElements(result) : result
+  result = redactBearerTokens(result)
+  result = result.includes("//") ? redactUrlCredentials(result) : result
+  return result === text ? text : result
+}

@@ -1,0 +1,147 @@
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
+import pg from "pg"
+import { randomBytes } from "node:crypto"
+import { inject } from "vitest"
+import { AppFromConfig } from "../../src/App.js"
+import { Tokens } from "../../src/Auth/Tokens.js"
+import type { Scope as TokenScope } from "../../src/Auth/Token.js"
+import { AppConfigWith, type AppConfigShape } from "../../src/Config.js"
+import { ServerAddress } from "../../src/Http/Server.js"
+
+/** One fixture module builds the test database, the server, organizations and tokens. */
+
+const withDatabase = (adminUrl: string, database: string) => {
+  const url = new URL(adminUrl)
+  url.pathname = `/${database}`
+  return url.toString()
+}
+
+/** A fresh database of this test file's own on the test server, dropped when the scope closes. */
+export const makeTestDatabase = (prefix = "jobmon_test") =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const adminUrl = inject("adminDatabaseUrl")
+      const name = `${prefix}_${randomBytes(6).toString("hex")}`
+      const client = new pg.Client({ connectionString: adminUrl })
+      await client.connect()
+      try {
+        await client.query(`create database ${name}`)
+      } finally {
+        await client.end()
+      }
+      return { name, url: withDatabase(adminUrl, name), adminUrl }
+    }),
+    ({ adminUrl, name }) =>
+      Effect.promise(async () => {
+        const client = new pg.Client({ connectionString: adminUrl })
+        await client.connect()
+        try {
+          await client.query(`drop database if exists ${name} with (force)`)
+        } finally {
+          await client.end()
+        }
+      })
+  )
+
+export interface TestContextShape {
+  readonly baseUrl: string
+  readonly databaseUrl: string
+  /** The bootstrap admin token of the default organization. */
+  readonly adminToken: string
+}
+
+export class TestApp extends Context.Tag("test/TestApp")<TestApp, TestContextShape>() {}
+
+/**
+ * The real service on a free port over its own fresh database, with the real HTTP client.
+ * Provides the app's services too (SqlClient, Tokens, …) for set-up and for checking the database.
+ */
+export const TestServer = (overrides: Partial<AppConfigShape> = {}, env: Record<string, string> = {}) =>
+  Layer.unwrapScoped(
+    Effect.gen(function*() {
+      const db = yield* makeTestDatabase()
+      for (const [key, value] of Object.entries(env)) process.env[key] = value
+      const adminToken = `jmt_test_${randomBytes(18).toString("base64url")}`
+      const config = AppConfigWith({
+        databaseUrl: Option.some(Redacted.make(db.url)),
+        host: "127.0.0.1",
+        port: 0,
+        bootstrapToken: Option.some(Redacted.make(adminToken)),
+        ...overrides
+      })
+      const app = AppFromConfig(config)
+      const context = Layer.effect(
+        TestApp,
+        Effect.map(ServerAddress, (address) => ({ baseUrl: address.url, databaseUrl: db.url, adminToken }))
+      )
+      return Layer.provideMerge(context, app).pipe(
+        Layer.provideMerge(FetchHttpClient.layer),
+        Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+      )
+    })
+  )
+
+export interface ApiResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: any
+  readonly text: string
+}
+
+/** One HTTP request to the test server through the real client. */
+export const call = (
+  method: "GET" | "POST" | "PATCH" | "DELETE" | "PUT",
+  path: string,
+  options: { token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}
+) =>
+  Effect.gen(function*() {
+    const app = yield* TestApp
+    const client = yield* HttpClient.HttpClient
+    let request = HttpClientRequest.make(method)(`${app.baseUrl}${path}`)
+    const token = options.token === undefined ? app.adminToken : options.token
+    if (token !== null) request = HttpClientRequest.bearerToken(request, token)
+    if (options.headers) request = HttpClientRequest.setHeaders(request, options.headers)
+    if (options.rawBody !== undefined) {
+      request = HttpClientRequest.bodyText(request, options.rawBody, "application/json")
+    } else if (options.body !== undefined) {
+      request = HttpClientRequest.bodyUnsafeJson(request, options.body)
+    }
+    const response = yield* client.execute(request)
+    const text = yield* response.text
+    let body: unknown = undefined
+    try {
+      body = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      body = undefined
+    }
+    return { status: response.status, headers: response.headers, body, text } as ApiResponse
+  }).pipe(Effect.scoped, Effect.orDie)
+
+/** A second organization with its own admin user and a token of the given scope. */
+export const createOrganization = (slug: string, scope: TokenScope = "admin") =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const tokens = yield* Tokens
+    const [org] = yield* sql<{ id: string }>`insert into organizations (slug, name) values (${slug}, ${slug}) returning id`
+    const [user] = yield* sql<{ id: string }>`
+      insert into users (email, name) values (${`${slug}@example.test`}, ${`${slug} admin`}) returning id`
+    yield* sql`insert into memberships (user_id, org_id) values (${user!.id}, ${org!.id})`
+    const { token } = yield* tokens.create({ orgId: org!.id, userId: user!.id, name: `${slug} token`, scope, expiresAt: null })
+    return { orgId: org!.id, userId: user!.id, token }
+  }).pipe(Effect.orDie)
+
+/** A token of the given scope in the default organization, made through the API like a user would. */
+export const createToken = (scope: TokenScope, extra: Record<string, unknown> = {}) =>
+  Effect.gen(function*() {
+    const response = yield* call("POST", "/api/tokens", { body: { name: `${scope} token`, scope, ...extra } })
+    if (response.status !== 201) return yield* Effect.dieMessage(`token create failed: ${response.status} ${response.text}`)
+    return response.body as { id: string; token: string; scope: string }
+  })
+
+export const validMonitor = (extra: Record<string, unknown> = {}) => ({
+  name: "nightly backup",
+  schedule: { type: "cron", expression: "0 3 * * *", timezone: "Europe/London" },
+  ...extra
+})
