@@ -17,7 +17,9 @@
  *      a *wildcard* job (minute or hour field starting with `*`, or @hourly)
  *      does not run for it;
  *    - a local time repeated by a fall-back overlap: a fixed-time job runs once,
- *      at the first pass; a wildcard job runs in both passes.
+ *      at the first pass; a wildcard job runs in both passes;
+ *    - a jump of 3 hours or more is a clock change to cronie, not DST: skipped
+ *      times are not caught up and repeated times run again.
  *    Occurrences that coincide (several skipped fixed times all moved to the
  *    end of the gap) count once.
  *
@@ -178,7 +180,7 @@ const offsetAt = (tz: string, t: number): number => {
  */
 type LocalResolution =
   | { readonly _tag: "Instants"; readonly instants: ReadonlyArray<number> }
-  | { readonly _tag: "Gap"; readonly afterGap: number }
+  | { readonly _tag: "Gap"; readonly afterGap: number; readonly lengthMs: number }
 
 const resolveLocal = (tz: string, naive: number): LocalResolution => {
   if (tz === "UTC") return { _tag: "Instants", instants: [naive] }
@@ -203,7 +205,7 @@ const resolveLocal = (tz: string, naive: number): LocalResolution => {
     if (offsetAt(tz, mid) === startOffset) lo = mid
     else hi = mid
   }
-  return { _tag: "Gap", afterGap: hi }
+  return { _tag: "Gap", afterGap: hi, lengthMs: Math.abs(after - before) }
 }
 
 /** Largest offset difference around `t` (0 when no transition is within ±2 days). */
@@ -316,7 +318,7 @@ const parseCronText = (input: string): Either.Either<ParsedCron, string> => {
   const fields = expression.split(" ")
   if (fields.length === 6 || fields.length === 7) {
     return Either.left(
-      `The cron expression has ${fields.length} fields, but 5 are expected (minute hour day-of-month month day-of-week); seconds${
+      `The cron expression has ${fields.length} fields, but exactly 5 fields are expected (minute hour day-of-month month day-of-week); seconds${
         fields.length === 7 ? " and years" : ""
       } are not supported. Drop the ${fields.length === 7 ? "first and last fields" : "first (seconds) field"}, ${CRON_EXAMPLE}.`
     )
@@ -325,7 +327,7 @@ const parseCronText = (input: string): Either.Either<ParsedCron, string> => {
     return Either.left(
       `The cron expression has ${fields.length} field${
         fields.length === 1 ? "" : "s"
-      }, but 5 are expected (minute hour day-of-month month day-of-week), ${CRON_EXAMPLE}.`
+      }, but exactly 5 fields are expected (minute hour day-of-month month day-of-week), ${CRON_EXAMPLE}.`
     )
   }
   for (let i = 0; i < 5; i++) {
@@ -416,11 +418,19 @@ const naiveLatestAtOrBefore = (cron: Cron, naive: number): number | undefined =>
   return naiveNext(cron, lo)
 }
 
+/**
+ * cronie treats a wall-clock jump of 3 hours or more as "the clock was set",
+ * not as a DST change: it neither catches up skipped fixed-time jobs nor
+ * suppresses repeated ones (e.g. Samoa skipping 2011-12-30 entirely).
+ */
+const CLOCK_JUMP_MS = 3 * HOUR
+
 /** The instants at which a job matching naive local time `naive` is expected. */
 const expectedInstants = (tz: string, compiled: CompiledCron, naive: number): ReadonlyArray<number> => {
   const r = resolveLocal(tz, naive)
-  if (r._tag === "Gap") return compiled.wildcard ? [] : [r.afterGap]
-  return compiled.wildcard ? r.instants : r.instants.slice(0, 1)
+  if (r._tag === "Gap") return compiled.wildcard || r.lengthMs >= CLOCK_JUMP_MS ? [] : [r.afterGap]
+  if (r.instants.length < 2 || compiled.wildcard) return r.instants
+  return r.instants[r.instants.length - 1]! - r.instants[0]! >= CLOCK_JUMP_MS ? r.instants : r.instants.slice(0, 1)
 }
 
 const MAX_STEPS = 10_000

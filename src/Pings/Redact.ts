@@ -59,6 +59,9 @@ const SECRET_KEY =
 
 const AUTHORIZATION_KEY = /(?:^|_)authorization$/
 
+/** Every secret key contains one of these as is; most keys in ordinary output do not. */
+const KEYWORD_HINT = /pass|pwd|secret|token|key|authorization/i
+
 /** `DB_PASSWORD`, `db-password`, `db.password`, `dbPassword`, `--db-password` → `db_password`. */
 export const normalizeKey = (key: string): string =>
   key
@@ -79,6 +82,7 @@ type KeyKind = "plain" | "authorization"
  *   (`--pass x`) and in tight or `=` forms (`pass=x`, `pass:x`, `pass = x`), not as `pass: x`.
  */
 const classifyKey = (key: string, separator: string): KeyKind | undefined => {
+  if (!KEYWORD_HINT.test(key)) return undefined
   const normalized = normalizeKey(key)
   if (AUTHORIZATION_KEY.test(normalized)) return "authorization"
   if (SECRET_KEY.test(normalized)) return "plain"
@@ -122,6 +126,9 @@ const valueSpan = (text: string, at: number, kind: KeyKind): Span | undefined =>
       value = value.slice(scheme[0].length)
     }
   }
+  // A value that starts with the marker was redacted already, possibly by another rule that kept
+  // what follows (`//db:***REDACTED***@host`): it ends with the marker.
+  if (quoted === undefined && value.startsWith(REDACTED)) value = REDACTED
   if (value.length === 0) return undefined
   return [start, start + value.length, resumeAt]
 }
