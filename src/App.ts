@@ -4,15 +4,26 @@ import { BootstrapLive } from "./Bootstrap.js"
 import { AppConfigLive, type AppConfig } from "./Config.js"
 import { DatabaseLive } from "./Db/Database.js"
 import { HttpServerLive, NoFastRoutes } from "./Http/Server.js"
+import { MonitorCache } from "./Monitors/MonitorCache.js"
 import { Monitors } from "./Monitors/Monitors.js"
+import { MonitorsRepo } from "./Monitors/MonitorsRepo.js"
+import { FastPingRoutes } from "./Pings/FastRoute.js"
+import { Intake } from "./Pings/Intake.js"
 
-/** The services behind the HTTP server, over a database. */
-export const ServicesLive = Layer.mergeAll(Tokens.Default, Monitors.Default)
+/** The services behind the HTTP server, over a database; shared pieces are built once. */
+export const ServicesLive = Layer.mergeAll(Monitors.DefaultWithoutDependencies, Intake.DefaultWithoutDependencies).pipe(
+  Layer.provideMerge(Layer.mergeAll(Tokens.Default, MonitorCache.Default, MonitorsRepo.Default))
+)
+
+export interface AppOptions {
+  /** Serve the ping routes from the lean node:http handler (default) or through the HttpApi router. */
+  readonly fastPings?: boolean
+}
 
 /** The one place that composes the whole service, given its configuration. */
-export const AppFromConfig = (config: Layer.Layer<AppConfig, unknown>) =>
+export const AppFromConfig = (config: Layer.Layer<AppConfig, unknown>, options: AppOptions = {}) =>
   HttpServerLive.pipe(
-    Layer.provide(NoFastRoutes),
+    Layer.provide(options.fastPings === false ? NoFastRoutes : FastPingRoutes),
     Layer.provideMerge(BootstrapLive),
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(DatabaseLive),

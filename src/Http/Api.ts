@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { TokensApi } from "../Auth/Api.js"
 import { MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, ValidationError } from "../Domain/Errors.js"
 import { MonitorsApi } from "../Monitors/Api.js"
+import { PingsApi, RunsApi } from "../Pings/Api.js"
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
@@ -24,6 +25,8 @@ export class Api extends HttpApi.make("jobmon")
   .add(HealthApi)
   .add(TokensApi)
   .add(MonitorsApi)
+  .add(PingsApi)
+  .add(RunsApi)
   .addError(ValidationError)
   .addError(NotFound)
   .addError(MethodNotAllowed)

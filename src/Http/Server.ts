@@ -17,6 +17,7 @@ import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
 import { MAX_BODY_BYTES, ValidationError } from "../Domain/Errors.js"
 import { MonitorsHttpLive } from "../Monitors/Http.js"
+import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { Api } from "./Api.js"
 import { notFoundOrNotAllowed, routeTable, validationFromDecode } from "./Errors.js"
@@ -92,7 +93,7 @@ const finalHeaders = (response: HttpServerResponse.HttpServerResponse) => {
 }
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, TokensHttpLive, MonitorsHttpLive]),
+  Layer.provide([HealthHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 

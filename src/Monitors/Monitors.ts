@@ -2,6 +2,7 @@ import { Clock, Effect, Either } from "effect"
 import { NotFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
 import type { CreateMonitorRequest, Monitor, UpdateMonitorRequest } from "./Api.js"
+import { MonitorCache } from "./MonitorCache.js"
 import { type MonitorRow, MonitorsRepo, type MonitorSettings } from "./MonitorsRepo.js"
 import { nextOccurrence, type Schedule, type ScheduleInput, validateSchedule } from "./Schedule.js"
 
@@ -54,9 +55,10 @@ export const checkSchedule = (input: ScheduleInput, path = "schedule") =>
 const monitorNotFound = (id: string) => new NotFound({ message: `Monitor ${id} does not exist` })
 
 export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
-  dependencies: [MonitorsRepo.Default],
+  dependencies: [MonitorsRepo.Default, MonitorCache.Default],
   effect: Effect.gen(function*() {
     const repo = yield* MonitorsRepo
+    const cache = yield* MonitorCache
 
     const find = (orgId: string, id: string) =>
       Effect.gen(function*() {
@@ -83,7 +85,9 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
           tags: input.tags ?? [],
           autoResolve: input.autoResolve ?? true
         }
-        return yield* repo.insert(orgId, settings, firstExpected(schedule, now), new Date(now))
+        const row = yield* repo.insert(orgId, settings, firstExpected(schedule, now), new Date(now))
+        yield* cache.put(row)
+        return row
       })
 
     const update = (orgId: string, id: string, input: UpdateMonitorRequest) =>
@@ -112,6 +116,7 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
           : current.next_expected_at
         const row = yield* repo.update(orgId, id, settings, nextExpectedAt, new Date(now))
         if (row === undefined) return yield* monitorNotFound(id)
+        yield* cache.put(row)
         return row
       })
 
@@ -132,6 +137,7 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
         const now = yield* Clock.currentTimeMillis
         const deleted = yield* repo.softDelete(orgId, id, new Date(now))
         if (!deleted) return yield* monitorNotFound(id)
+        yield* cache.remove(id)
       })
 
     const page = (orgId: string, page: number, limit: number) => repo.page(orgId, (page - 1) * limit, limit)

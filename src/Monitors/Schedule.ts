@@ -19,7 +19,8 @@
  *    - a local time repeated by a fall-back overlap: a fixed-time job runs once,
  *      at the first pass; a wildcard job runs in both passes;
  *    - a jump of 3 hours or more is a clock change to cronie, not DST: skipped
- *      times are not caught up and repeated times run again.
+ *      times are not caught up and repeated times run again (see
+ *      expectedInstants for cronie's exact thresholds).
  *    Occurrences that coincide (several skipped fixed times all moved to the
  *    end of the gap) count once.
  *
@@ -356,25 +357,48 @@ const newCron = (fields: ReadonlyArray<string>): Cron =>
     domAndDow: fields[2]!.startsWith("*") || fields[4]!.startsWith("*")
   })
 
-const compiledCache = new Map<string, CompiledCron | null>()
+// A fixed reference for the "does it ever fire" check (validation reads no clock).
+const NEVER_FIRES_REFERENCE = Date.UTC(2000, 0, 1)
+
+type Compiled = Either.Either<CompiledCron & { readonly expression: string }, string>
+const compiledCache = new Map<string, Compiled>()
+
+/**
+ * Parses and compiles a cron expression, or explains why it is unusable.
+ * Cached by the raw text (building a croner pattern costs ~0.3 ms).
+ */
+const compileCron = (text: string): Compiled => {
+  const cached = compiledCache.get(text)
+  if (cached !== undefined) return cached
+  const result = compileUncached(text)
+  if (compiledCache.size > 2000) compiledCache.clear()
+  compiledCache.set(text, result)
+  return result
+}
+
+const compileUncached = (text: string): Compiled => {
+  const parsed = parseCronText(text)
+  if (Either.isLeft(parsed)) return Either.left(parsed.left)
+  const { expression, fields, wildcard } = parsed.right
+  let cron: Cron
+  try {
+    cron = newCron(fields)
+  } catch (e) {
+    const reason = (e instanceof Error ? e.message : String(e)).replace(/^CronPattern:\s*/, "").replace(/\.$/, "")
+    return Either.left(
+      `Invalid cron expression "${expression}": ${reason}. Use 5 fields (minute hour day-of-month month day-of-week), ${CRON_EXAMPLE}.`
+    )
+  }
+  if (naiveNext(cron, NEVER_FIRES_REFERENCE) === undefined) {
+    return Either.left(
+      `The cron expression "${expression}" never matches a real date (for example 30 February); check the day-of-month and month fields, ${CRON_EXAMPLE}.`
+    )
+  }
+  return Either.right({ cron, wildcard, expression })
+}
 
 /** Compiles a cron expression (cached); undefined when it is invalid. */
-const compile = (expression: string): CompiledCron | undefined => {
-  const cached = compiledCache.get(expression)
-  if (cached !== undefined) return cached ?? undefined
-  let compiled: CompiledCron | null = null
-  const parsed = parseCronText(expression)
-  if (Either.isRight(parsed)) {
-    try {
-      compiled = { cron: newCron(parsed.right.fields), wildcard: parsed.right.wildcard }
-    } catch {
-      compiled = null
-    }
-  }
-  if (compiledCache.size > 2000) compiledCache.clear()
-  compiledCache.set(expression, compiled)
-  return compiled ?? undefined
-}
+const compile = (text: string): CompiledCron | undefined => Either.getOrUndefined(compileCron(text))
 
 /** Smallest naive wall-clock time matching the pattern strictly after `naive`. */
 const naiveNext = (cron: Cron, naive: number): number | undefined => {
@@ -400,16 +424,17 @@ const naiveLatestAtOrBefore = (cron: Cron, naive: number): number | undefined =>
     return n !== undefined && n <= end
   }
   let hi = end // invariant: no match in (hi, end]
-  let lo: number | undefined // invariant: a match in (lo, end]
+  let found: number | undefined
   for (const w of BACKWARD_WINDOWS) {
     const candidate = end - w
     if (hasMatchIn(candidate)) {
-      lo = candidate
+      found = candidate
       break
     }
     hi = candidate
   }
-  if (lo === undefined) return undefined
+  if (found === undefined) return undefined
+  let lo: number = found // invariant: a match in (lo, end]
   while (hi - lo > MINUTE) {
     const mid = lo + Math.floor((hi - lo) / 2 / MINUTE) * MINUTE
     if (hasMatchIn(mid)) lo = mid
@@ -419,18 +444,30 @@ const naiveLatestAtOrBefore = (cron: Cron, naive: number): number | undefined =>
 }
 
 /**
- * cronie treats a wall-clock jump of 3 hours or more as "the clock was set",
- * not as a DST change: it neither catches up skipped fixed-time jobs nor
- * suppresses repeated ones (e.g. Samoa skipping 2011-12-30 entirely).
+ * cronie (src/cron.c) compares the wall clock with its "virtual time" each
+ * minute. A forward jump of 5 minutes to 3 hours is DST beginning: wildcard
+ * jobs run for the current minute only, fixed-time jobs run for every skipped
+ * minute. A forward jump of at most 4 minutes is a late wake-up: every job
+ * runs for every skipped minute. A jump of 3 hours or more either way is "the
+ * clock was set": skipped times are not caught up and repeated times run
+ * again (Samoa skipped 2011-12-30 entirely). A smaller backward jump is DST
+ * ending: only wildcard jobs run until the wall clock catches up.
  */
-const CLOCK_JUMP_MS = 3 * HOUR
+const LATE_WAKEUP_MAX_GAP_MS = 4 * MINUTE
+const CLOCK_SET_MIN_GAP_MS = 3 * HOUR
+const CLOCK_SET_MIN_OVERLAP_MS = 3 * HOUR + 2 * MINUTE
 
 /** The instants at which a job matching naive local time `naive` is expected. */
 const expectedInstants = (tz: string, compiled: CompiledCron, naive: number): ReadonlyArray<number> => {
   const r = resolveLocal(tz, naive)
-  if (r._tag === "Gap") return compiled.wildcard || r.lengthMs >= CLOCK_JUMP_MS ? [] : [r.afterGap]
+  if (r._tag === "Gap") {
+    if (r.lengthMs >= CLOCK_SET_MIN_GAP_MS) return []
+    if (r.lengthMs <= LATE_WAKEUP_MAX_GAP_MS) return [r.afterGap]
+    return compiled.wildcard ? [] : [r.afterGap]
+  }
   if (r.instants.length < 2 || compiled.wildcard) return r.instants
-  return r.instants[r.instants.length - 1]! - r.instants[0]! >= CLOCK_JUMP_MS ? r.instants : r.instants.slice(0, 1)
+  const overlap = r.instants[r.instants.length - 1]! - r.instants[0]!
+  return overlap >= CLOCK_SET_MIN_OVERLAP_MS ? r.instants : r.instants.slice(0, 1)
 }
 
 const MAX_STEPS = 10_000
@@ -479,9 +516,6 @@ const cronPrevious = (tz: string, compiled: CompiledCron, at: number): number | 
 
 const fail = (field: ScheduleError["field"], message: string): Either.Either<Schedule, ScheduleError> =>
   Either.left({ field, message })
-
-// A fixed reference for the "does it ever fire" check (validation reads no clock).
-const NEVER_FIRES_REFERENCE = Date.UTC(2000, 0, 1)
 
 /**
  * Validates and normalises a schedule: trims and collapses whitespace,
@@ -559,27 +593,11 @@ const validateUnsafe = (input: ScheduleInput): Either.Either<Schedule, ScheduleE
     return Either.right({ type: "interval", expression, timezone: timezone.right, intervalMs: ms })
   }
 
-  const parsed = parseCronText(expressionRaw)
-  if (Either.isLeft(parsed)) return fail("expression", parsed.left)
-  let cron: Cron
-  try {
-    cron = newCron(parsed.right.fields)
-  } catch (e) {
-    const reason = (e instanceof Error ? e.message : String(e)).replace(/^CronPattern:\s*/, "").replace(/\.$/, "")
-    return fail(
-      "expression",
-      `Invalid cron expression "${parsed.right.expression}": ${reason}. Use 5 fields (minute hour day-of-month month day-of-week), ${CRON_EXAMPLE}.`
-    )
-  }
-  if (naiveNext(cron, NEVER_FIRES_REFERENCE) === undefined) {
-    return fail(
-      "expression",
-      `The cron expression "${parsed.right.expression}" never matches a real date (for example 30 February); check the day-of-month and month fields, ${CRON_EXAMPLE}.`
-    )
-  }
+  const compiled = compileCron(expressionRaw)
+  if (Either.isLeft(compiled)) return fail("expression", compiled.left)
   const timezone = validateTimeZone(input.timezone)
   if (Either.isLeft(timezone)) return Either.left(timezone.left)
-  return Either.right({ type: "cron", expression: parsed.right.expression, timezone: timezone.right })
+  return Either.right({ type: "cron", expression: compiled.right.expression, timezone: timezone.right })
 }
 
 // ---------------------------------------------------------------------------

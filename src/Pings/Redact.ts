@@ -33,17 +33,27 @@ const PRIVATE_KEY_BLOCK =
 const ASSIGNMENT_HEAD = /(?<![\w.-])(?=([\w.-]+))\1(\\?["']?)(?:([ \t]*(?:=>|:=|[:=](?![=:]))[ \t]*)|([ \t]+))/g
 
 /**
- * The value after a separator, tried in order: an escaped-JSON string (`\"…\"`), a double-quoted,
- * single-quoted or backquoted string (one line; backslash escapes in double quotes), or an
- * unquoted word, possibly after an unmatched opening quote. Unquoted values end at blanks,
- * quotes and the delimiters of query strings, connection strings, lists and objects: `, ; & ) ] }`.
+ * An unquoted value, possibly after an unmatched opening quote. It ends at blanks, quotes and the
+ * delimiters of query strings, connection strings, lists and objects: `, ; & ) ] }`.
+ * (Quoted values are tried first, see {@link QUOTED_VALUE}.)
  */
-const VALUE =
-  /\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|"((?:[^"\\\r\n]|\\.)*)"|'([^'\r\n]*)'|`([^`\r\n]*)`|(\\?["'`]?)([^\s"'`,;&)\]}]+)/y
+const UNQUOTED_VALUE = /(\\?["'`]?)([^\s"'`,;&)\]}]+)/y
 
-/** An `Authorization` header value runs to the end of the line (or of its quotes). */
-const AUTHORIZATION_VALUE =
-  /\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|"((?:[^"\\\r\n]|\\.)*)"|'([^'\r\n]*)'|`([^`\r\n]*)`|(\\?["'`]?)([^\r\n"'`\\]*[^\s"'`\\])/y
+/** The quoted forms of a value: escaped-JSON, double-quoted, single-quoted, backquoted. */
+const QUOTED_VALUE = /\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|"((?:[^"\\\r\n]|\\.)*)"|'([^'\r\n]*)'|`([^`\r\n]*)`/y
+
+/**
+ * An unquoted `Authorization` header value runs to the end of the line: `Digest` and
+ * `AWS4-HMAC-SHA256` credentials hold blanks, commas and quotes. When the whole header is quoted
+ * (`curl -H 'Authorization: Basic …' https://…`), it stops at that quote or at a backslash (an
+ * escape such as `\r\n` inside a JSON string). Keyed by that quote.
+ */
+const AUTHORIZATION_VALUE: Readonly<Record<string, RegExp>> = {
+  "": /(\\?["'`]?)([^\r\n]*\S)/y,
+  "\"": /(\\?["'`]?)([^\r\n"\\]*[^\s"\\])/y,
+  "'": /(\\?["'`]?)([^\r\n'\\]*[^\s'\\])/y,
+  "`": /(\\?["'`]?)([^\r\n`\\]*[^\s`\\])/y
+}
 
 /** Authorization schemes that stay readable in front of the redacted credentials. */
 const AUTHORIZATION_SCHEME =
@@ -55,7 +65,7 @@ const AUTHORIZATION_SCHEME =
  * `password_file`, `tokens`, `token_type` and `Passwords` do not.
  */
 const SECRET_KEY =
-  /(?:password|passwd|passphrase|secret|token|apikey|_pass|_pwd|(?:^|_)(?:api|access|secret|private|account|signing|encryption)_key|(?:^|_)secret_key_base)$/
+  /(?:password|passwd|passphrase|secret|token|apikey|_pass|_pwd|(?:^|_)(?:api|access|secret|private|account|signing|encryption|master)_key|(?:^|_)secret_key_base)$/
 
 const AUTHORIZATION_KEY = /(?:^|_)authorization$/
 
@@ -97,25 +107,26 @@ const classifyKey = (key: string, separator: string): KeyKind | undefined => {
 /** The part of `text` to replace, as [start, end); undefined when there is nothing to hide. */
 type Span = readonly [start: number, end: number, resumeAt: number]
 
-const quotedGroups = [1, 2, 3, 4] as const
-
-/** Parses the value at `at` and returns the span of its secret part. */
-const valueSpan = (text: string, at: number, kind: KeyKind): Span | undefined => {
-  const pattern = kind === "authorization" ? AUTHORIZATION_VALUE : VALUE
-  pattern.lastIndex = at
-  const match = pattern.exec(text)
-  if (match === null) return undefined
-  const resumeAt = at + match[0].length
+/**
+ * Parses the value at `at` and returns the span of its secret part. `headerQuote` is the quote
+ * that opens a quoted header just before its key (`'Authorization: Basic …'`), or "".
+ */
+const valueSpan = (text: string, at: number, kind: KeyKind, headerQuote: string): Span | undefined => {
   let start: number
   let value: string
-  const quoted = quotedGroups.find((group) => match[group] !== undefined)
-  if (quoted !== undefined) {
-    value = match[quoted]!
-    const quoteLength = quoted === 1 ? 2 : 1
-    start = at + quoteLength
+  QUOTED_VALUE.lastIndex = at
+  const quoted = QUOTED_VALUE.exec(text)
+  if (quoted !== null) {
+    const group = quoted.findIndex((inner, index) => index > 0 && inner !== undefined)
+    value = quoted[group]!
+    start = at + (group === 1 ? 2 : 1)
   } else {
-    value = match[6]!
-    start = at + match[5]!.length
+    const unquoted = kind === "authorization" ? AUTHORIZATION_VALUE[headerQuote]! : UNQUOTED_VALUE
+    unquoted.lastIndex = at
+    const match = unquoted.exec(text)
+    if (match === null) return undefined
+    value = match[2]!
+    start = at + match[1]!.length
     // `"password": {` and `"password": [` open a nested structure; there is no value here.
     if (/^[{[]+$/.test(value)) return undefined
   }
@@ -126,20 +137,31 @@ const valueSpan = (text: string, at: number, kind: KeyKind): Span | undefined =>
       value = value.slice(scheme[0].length)
     }
   }
-  // A value that starts with the marker was redacted already, possibly by another rule that kept
-  // what follows (`//db:***REDACTED***@host`): it ends with the marker.
-  if (quoted === undefined && value.startsWith(REDACTED)) value = REDACTED
+  // An unquoted value that starts with the marker was redacted already, possibly by another rule
+  // that kept what follows (`//db:***REDACTED***@host`): it ends with the marker.
+  if (quoted === null && value.startsWith(REDACTED)) value = REDACTED
   if (value.length === 0) return undefined
-  return [start, start + value.length, resumeAt]
+  const end = start + value.length
+  return [start, end, quoted === null ? end : at + quoted[0].length]
 }
 
 /** `//user:pass@host` is redacted by {@link redactUrlCredentials}, which keeps the host. */
 const URL_PASSWORD_AHEAD = /[^\s/?#"'<>]*@/y
 
-const isUrlUserinfo = (text: string, keyStart: number, closingQuote: string, separator: string, at: number) => {
-  if (closingQuote !== "" || separator !== ":" || text.slice(keyStart - 2, keyStart) !== "//") return false
+/**
+ * When the key is the user of a URL with a password, returns the index after that password's `@`:
+ * the assignment scan skips the whole password, which the URL rule redacts as one piece.
+ */
+const urlUserinfoEnd = (
+  text: string,
+  keyStart: number,
+  closingQuote: string,
+  separator: string,
+  at: number
+): number | undefined => {
+  if (closingQuote !== "" || separator !== ":" || text.slice(keyStart - 2, keyStart) !== "//") return undefined
   URL_PASSWORD_AHEAD.lastIndex = at
-  return URL_PASSWORD_AHEAD.test(text)
+  return URL_PASSWORD_AHEAD.test(text) ? URL_PASSWORD_AHEAD.lastIndex : undefined
 }
 
 /**
@@ -162,8 +184,14 @@ const redactAssignments = (text: string): string => {
     const kind = classifyKey(key, separator)
     if (kind === undefined) continue
     if (flagBlanks !== undefined && (text[at] === "-" || at >= text.length)) continue
-    if (isUrlUserinfo(text, match.index, closingQuote, separator, at)) continue
-    const span = valueSpan(text, at, kind)
+    const userinfoEnd = urlUserinfoEnd(text, match.index, closingQuote, separator, at)
+    if (userinfoEnd !== undefined) {
+      head.lastIndex = userinfoEnd
+      continue
+    }
+    const before = text[match.index - 1]
+    const headerQuote = closingQuote === "" && (before === "\"" || before === "'" || before === "`") ? before : ""
+    const span = valueSpan(text, at, kind, headerQuote)
     if (span === undefined) continue
     const [start, end, resumeAt] = span
     parts.push(text.slice(copiedUpTo, start), REDACTED)

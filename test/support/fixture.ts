@@ -4,7 +4,7 @@ import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effe
 import pg from "pg"
 import { randomBytes } from "node:crypto"
 import { inject } from "vitest"
-import { AppFromConfig } from "../../src/App.js"
+import { AppFromConfig, type AppOptions } from "../../src/App.js"
 import { Tokens } from "../../src/Auth/Tokens.js"
 import type { Scope as TokenScope } from "../../src/Auth/Token.js"
 import { AppConfigWith, type AppConfigShape } from "../../src/Config.js"
@@ -58,7 +58,11 @@ export class TestApp extends Context.Tag("test/TestApp")<TestApp, TestContextSha
  * The real service on a free port over its own fresh database, with the real HTTP client.
  * Provides the app's services too (SqlClient, Tokens, …) for set-up and for checking the database.
  */
-export const TestServer = (overrides: Partial<AppConfigShape> = {}, env: Record<string, string> = {}) =>
+export const TestServer = (
+  overrides: Partial<AppConfigShape> = {},
+  env: Record<string, string> = {},
+  options: AppOptions = {}
+) =>
   Layer.unwrapScoped(
     Effect.gen(function*() {
       const db = yield* makeTestDatabase()
@@ -71,7 +75,7 @@ export const TestServer = (overrides: Partial<AppConfigShape> = {}, env: Record<
         bootstrapToken: Option.some(Redacted.make(adminToken)),
         ...overrides
       })
-      const app = AppFromConfig(config)
+      const app = AppFromConfig(config, options)
       const context = Layer.effect(
         TestApp,
         Effect.map(ServerAddress, (address) => ({ baseUrl: address.url, databaseUrl: db.url, adminToken }))
@@ -131,6 +135,26 @@ export const createOrganization = (slug: string, scope: TokenScope = "admin") =>
     const { token } = yield* tokens.create({ orgId: org!.id, userId: user!.id, name: `${slug} token`, scope, expiresAt: null })
     return { orgId: org!.id, userId: user!.id, token }
   }).pipe(Effect.orDie)
+
+/** A monitor made through the API; answers its id. */
+export const createMonitor = (extra: Record<string, unknown> = {}) =>
+  Effect.gen(function*() {
+    const response = yield* call("POST", "/api/monitors", { body: validMonitor(extra) })
+    if (response.status !== 201) return yield* Effect.dieMessage(`monitor create failed: ${response.status} ${response.text}`)
+    return response.body as { id: string; [key: string]: any }
+  })
+
+/** A ping through the real HTTP route. */
+export const sendPing = (
+  monitorId: string,
+  kind: "start" | "success" | "fail",
+  options: { body?: unknown; rawBody?: string; query?: string; token?: string | null } = {}
+) =>
+  call("POST", `/api/ping/${monitorId}/${kind}${options.query === undefined ? "" : `?${options.query}`}`, {
+    ...(options.body === undefined ? {} : { body: options.body }),
+    ...(options.rawBody === undefined ? {} : { rawBody: options.rawBody }),
+    ...(options.token === undefined ? {} : { token: options.token })
+  })
 
 /** A token of the given scope in the default organization, made through the API like a user would. */
 export const createToken = (scope: TokenScope, extra: Record<string, unknown> = {}) =>

@@ -1,0 +1,73 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication, IsoTimestamp } from "../Auth/Api.js"
+import { Conflict, NotFound, RateLimited, ValidationError } from "../Domain/Errors.js"
+import { IntFromQuery, MonitorIdPath } from "../Monitors/Api.js"
+import { FailPingBody, PingQuery, PingResponse, StartPingBody, SuccessPingBody } from "./Schemas.js"
+
+export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()(
+  "ServiceUnavailable",
+  { message: Schema.String }
+) {}
+
+const ping = <const Name extends "start" | "success" | "fail", P extends Schema.Schema.Any>(name: Name, payload: P, summary: string) =>
+  HttpApiEndpoint.post(name, `/api/ping/:monitorId/${name}`)
+    .setPath(MonitorIdPath)
+    .setUrlParams(PingQuery)
+    .setPayload(payload)
+    .addSuccess(PingResponse)
+    .addError(ValidationError)
+    .addError(NotFound)
+    .addError(Conflict)
+    .addError(RateLimited)
+    .addError(StorageUnavailable, { status: 503 })
+    .annotate(OpenApi.Summary, summary)
+
+/**
+ * The ping intake. A ping is answered 200 only after its run is committed to the database.
+ * These routes are served by a lean handler ahead of the router (src/Pings/FastRoute.ts); this
+ * group is their contract, and serves them itself when that handler is off.
+ */
+export class PingsApi extends HttpApiGroup.make("pings")
+  .add(ping("start", StartPingBody, "A job started: opens a run and returns its runId"))
+  .add(ping("success", SuccessPingBody, "A job succeeded: closes the run named by runId, else the newest open run, else records a run"))
+  .add(ping("fail", FailPingBody, "A job failed: like success, with exitCode and error output"))
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Ping intake")
+{}
+
+export const Run = Schema.Struct({
+  id: Schema.String,
+  monitorId: Schema.String,
+  status: Schema.Literal("RUNNING", "SUCCESS", "FAIL"),
+  startedAt: IsoTimestamp,
+  startInferred: Schema.Boolean,
+  finishedAt: Schema.NullOr(IsoTimestamp),
+  durationMs: Schema.NullOr(Schema.Number),
+  exitCode: Schema.NullOr(Schema.Number),
+  output: Schema.NullOr(Schema.String),
+  outputTruncated: Schema.Boolean,
+  outputBytes: Schema.NullOr(Schema.Number)
+})
+export type Run = typeof Run.Type
+
+export const ListRunsParams = Schema.Struct({
+  from: Schema.optional(Schema.String.annotations({ description: "ISO 8601; runs started at or after" })),
+  to: Schema.optional(Schema.String.annotations({ description: "ISO 8601; runs started before" })),
+  limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 500))).annotations({ description: "1 to 500, default 100" }),
+  cursor: Schema.optional(Schema.String.annotations({ description: "nextCursor of the previous page" }))
+})
+
+export class RunsApi extends HttpApiGroup.make("runs")
+  .add(
+    HttpApiEndpoint.get("list", "/api/monitors/:monitorId/runs")
+      .setPath(MonitorIdPath)
+      .setUrlParams(ListRunsParams)
+      .addSuccess(Schema.Struct({ runs: Schema.Array(Run), nextCursor: Schema.NullOr(Schema.String) }))
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "A monitor's runs, newest first")
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Runs")
+{}

@@ -1,0 +1,79 @@
+import { Effect, Layer } from "effect"
+import type * as http from "node:http"
+import { MAX_BODY_BYTES } from "../Domain/Errors.js"
+import { FastRoutes } from "../Http/Server.js"
+import { Intake, type PingReply } from "./Intake.js"
+
+const PING_PATH = /^\/api\/ping\/([^/]+)\/(start|success|fail)\/?$/
+
+const send = (res: http.ServerResponse, reply: PingReply) => {
+  const text = JSON.stringify(reply.body)
+  res.writeHead(reply.status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    "x-api-version": "1",
+    ...reply.headers
+  })
+  res.end(text)
+}
+
+/**
+ * The ping routes, served straight from node:http ahead of Effect's router: read the body once,
+ * hand it to the intake, answer from the writer's commit. Other methods on these paths fall through
+ * to the router (405).
+ */
+export const FastPingRoutes = Layer.effect(
+  FastRoutes,
+  Effect.gen(function*() {
+    const intake = yield* Intake
+    const handle = (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
+      if (req.method !== "POST") return false
+      const url = req.url ?? "/"
+      const q = url.indexOf("?")
+      const match = PING_PATH.exec(q < 0 ? url : url.slice(0, q))
+      if (match === null) return false
+      const chunks: Array<Buffer> = []
+      let size = 0
+      let tooLarge = false
+      req.on("data", (chunk: Buffer) => {
+        if (tooLarge) return
+        size += chunk.length
+        if (size > MAX_BODY_BYTES) {
+          tooLarge = true
+          chunks.length = 0
+          res.setHeader("connection", "close")
+          send(res, {
+            status: 413,
+            body: { _tag: "PayloadTooLarge", message: `The request body is over ${MAX_BODY_BYTES} bytes (2 MiB).` }
+          })
+          return
+        }
+        chunks.push(chunk)
+      })
+      req.on("error", () => {
+        if (!res.headersSent) res.destroy()
+      })
+      req.on("end", () => {
+        if (tooLarge) return
+        let monitorId: string
+        try {
+          monitorId = decodeURIComponent(match[1]!)
+        } catch {
+          monitorId = match[1]!
+        }
+        intake.submit(
+          {
+            monitorId,
+            kind: match[2] as "start" | "success" | "fail",
+            authorization: req.headers.authorization,
+            query: new URLSearchParams(q < 0 ? "" : url.slice(q + 1)),
+            body: chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")
+          },
+          (reply) => send(res, reply)
+        )
+      })
+      return true
+    }
+    return { handle }
+  })
+)

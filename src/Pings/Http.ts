@@ -1,0 +1,118 @@
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { CurrentPrincipal } from "../Auth/Principal.js"
+import { ValidationError } from "../Domain/Errors.js"
+import { Api } from "../Http/Api.js"
+import { Monitors } from "../Monitors/Monitors.js"
+import { Intake } from "./Intake.js"
+import type { Run } from "./Api.js"
+
+/** The HttpApi form of the ping routes: the same intake as the fast route, reply for reply. */
+export const PingsHttpLive = HttpApiBuilder.group(Api, "pings", (handlers) =>
+  Effect.gen(function*() {
+    const intake = yield* Intake
+    const handle = (kind: "start" | "success" | "fail") =>
+    ({ path, request }: { path: { readonly monitorId: string }; request: HttpServerRequest.HttpServerRequest }) =>
+      Effect.gen(function*() {
+        const body = yield* Effect.orElseSucceed(request.text, () => "")
+        const q = request.url.indexOf("?")
+        const reply = yield* intake.submitEffect({
+          monitorId: path.monitorId,
+          kind,
+          authorization: request.headers["authorization"],
+          query: new URLSearchParams(q < 0 ? "" : request.url.slice(q + 1)),
+          body
+        })
+        return HttpServerResponse.unsafeJson(reply.body, { status: reply.status, headers: reply.headers ?? {} })
+      })
+    // handleRaw: the intake reads and validates the body itself, exactly as on the fast route.
+    return handlers
+      .handleRaw("start", handle("start"))
+      .handleRaw("success", handle("success"))
+      .handleRaw("fail", handle("fail"))
+  })
+)
+
+interface RunRowDb {
+  readonly id: string
+  readonly monitor_id: string
+  readonly status: Run["status"]
+  readonly started_at: Date
+  readonly start_inferred: boolean
+  readonly finished_at: Date | null
+  readonly duration_ms: number | null
+  readonly exit_code: number | null
+  readonly output: string | null
+  readonly output_truncated: boolean
+  readonly output_bytes: number | null
+}
+
+export const toRun = (row: RunRowDb): Run => ({
+  id: row.id,
+  monitorId: row.monitor_id,
+  status: row.status,
+  startedAt: row.started_at.toISOString(),
+  startInferred: row.start_inferred,
+  finishedAt: row.finished_at === null ? null : row.finished_at.toISOString(),
+  durationMs: row.duration_ms,
+  exitCode: row.exit_code,
+  output: row.output,
+  outputTruncated: row.output_truncated,
+  outputBytes: row.output_bytes
+})
+
+/** A page boundary: the (startedAt, id) of the last run shown, opaque to clients. */
+export const encodeCursor = (startedAt: Date, id: string) =>
+  Buffer.from(`${startedAt.toISOString()}|${id}`, "utf8").toString("base64url")
+
+export const decodeCursor = (cursor: string): { startedAt: Date; id: string } | undefined => {
+  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|")
+  if (at === undefined || id === undefined) return undefined
+  const time = Date.parse(at)
+  if (Number.isNaN(time) || !/^[0-9a-f-]{36}$/i.test(id)) return undefined
+  return { startedAt: new Date(time), id }
+}
+
+const timeParam = (name: string, value: string | undefined) => {
+  if (value === undefined) return Effect.succeed(undefined)
+  const time = Date.parse(value)
+  return Number.isNaN(time)
+    ? Effect.fail(new ValidationError({ path: name, message: `${name} must be an ISO 8601 timestamp such as 2026-01-31T00:00:00Z, not '${value}'.` }))
+    : Effect.succeed(new Date(time))
+}
+
+export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
+  Effect.gen(function*() {
+    const monitors = yield* Monitors
+    const sql = yield* SqlClient.SqlClient
+    return handlers.handle("list", ({ path, urlParams }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const monitor = yield* monitors.find(principal.orgId, path.monitorId)
+        const from = yield* timeParam("from", urlParams.from)
+        const to = yield* timeParam("to", urlParams.to)
+        const cursor = urlParams.cursor === undefined ? undefined : decodeCursor(urlParams.cursor)
+        if (urlParams.cursor !== undefined && cursor === undefined) {
+          return yield* new ValidationError({ path: "cursor", message: "cursor is not one this API returned; pass nextCursor unchanged." })
+        }
+        const limit = urlParams.limit ?? 100
+        const rows = yield* sql<RunRowDb>`
+          select id, monitor_id, status, started_at, start_inferred, finished_at, duration_ms, exit_code,
+                 output, output_truncated, output_bytes
+          from runs
+          where monitor_id = ${monitor.id}
+            ${from === undefined ? sql`` : sql`and started_at >= ${from}`}
+            ${to === undefined ? sql`` : sql`and started_at < ${to}`}
+            ${cursor === undefined ? sql`` : sql`and (started_at, id) < (${cursor.startedAt}, ${cursor.id}::uuid)`}
+          order by started_at desc, id desc
+          limit ${limit + 1}`.pipe(Effect.orDie)
+        const page = rows.slice(0, limit)
+        const last = page[page.length - 1]
+        return {
+          runs: page.map(toRun),
+          nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.started_at, last.id) : null
+        }
+      }))
+  })
+)

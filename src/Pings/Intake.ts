@@ -1,0 +1,272 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Either, ParseResult, Runtime, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { Tokens } from "../Auth/Tokens.js"
+import { scopeAllows } from "../Auth/Token.js"
+import { AppConfig } from "../Config.js"
+import { Database } from "../Db/Database.js"
+import { isUuid } from "../Domain/Ids.js"
+import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
+import { prepareOutput } from "./Output.js"
+import { type OpenRun, pair, type PingKind } from "./Pairing.js"
+import { RunWriter } from "./RunWriter.js"
+import { FailPingBody, type PingBody, PingQuery, StartPingBody, SuccessPingBody } from "./Schemas.js"
+
+/**
+ * The ping intake: authenticate, find the monitor, validate, redact and truncate the output, pair
+ * the ping with its run, and hand the run to the group-commit writer; answer only after the commit.
+ * Written as synchronous steps with callbacks so that the common case (token and monitor in memory)
+ * never leaves the event loop turn it arrived in; the rare misses load from the database.
+ * Both the fast node:http route and the HttpApi handlers use it, so their behaviour is one.
+ */
+
+export interface PingRequest {
+  readonly monitorId: string
+  readonly kind: PingKind
+  readonly authorization: string | undefined
+  readonly query: URLSearchParams
+  /** The raw body text ("" when none). */
+  readonly body: string
+}
+
+export interface PingReply {
+  readonly status: number
+  readonly body: Record<string, unknown>
+  readonly headers?: Record<string, string>
+}
+
+const error = (status: number, tag: string, message: string, extra: Record<string, unknown> = {}): PingReply => ({
+  status,
+  body: { _tag: tag, message, ...extra }
+})
+
+const decoders = {
+  start: Schema.decodeUnknownEither(StartPingBody),
+  success: Schema.decodeUnknownEither(SuccessPingBody),
+  fail: Schema.decodeUnknownEither(FailPingBody)
+} as const
+const decodeQuery = Schema.decodeUnknownEither(PingQuery)
+
+const firstIssue = (e: ParseResult.ParseError) => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(e)
+  const issue = issues[0]
+  const path = issue?.path.map(String).join(".") ?? ""
+  return { path, message: `${path === "" ? "body" : path}: ${issue?.message ?? e.message}` }
+}
+
+interface MonitorPingState {
+  openRuns: ReadonlyArray<OpenRun>
+  /** Recently finished run ids, newest last (to tell 409 from 404 without a query). */
+  finished: Array<string>
+  /** Token bucket for the per-monitor ping rate limit. */
+  tokens: number
+  refilledAt: number
+}
+
+const FINISHED_MEMORY = 64
+
+export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
+  dependencies: [MonitorCache.Default],
+  scoped: Effect.gen(function*() {
+    const config = yield* AppConfig
+    const tokens = yield* Tokens
+    const monitors = yield* MonitorCache
+    const database = yield* Database
+    const sql = yield* SqlClient.SqlClient
+    const clock = yield* Effect.clock
+    const runtime = yield* Effect.runtime<never>()
+    const writer = new RunWriter(database.pool)
+    yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
+
+    // Open runs of every monitor, so pairing is a synchronous decision.
+    const states = new Map<string, MonitorPingState>()
+    const stateOf = (monitorId: string, now: number): MonitorPingState => {
+      let state = states.get(monitorId)
+      if (state === undefined) {
+        state = { openRuns: [], finished: [], tokens: config.pingBurst, refilledAt: now }
+        states.set(monitorId, state)
+      }
+      return state
+    }
+    const open = yield* sql<{ id: string; monitor_id: string; started_at: Date }>`
+      select id, monitor_id, started_at from runs where status = 'RUNNING'`.pipe(Effect.orDie)
+    const now0 = clock.unsafeCurrentTimeMillis()
+    for (const run of open) {
+      const state = stateOf(run.monitor_id, now0)
+      state.openRuns = [...state.openRuns, { id: run.id, startedAt: run.started_at.getTime() }]
+    }
+
+    const run = <A>(effect: Effect.Effect<A>, callback: (a: A | undefined) => void) =>
+      Runtime.runCallback(runtime)(effect, {
+        onExit: (exit) => callback(exit._tag === "Success" ? exit.value : undefined)
+      })
+
+    /** Takes one token from the monitor's bucket; answers the seconds to wait when empty. */
+    const rateLimit = (state: MonitorPingState, now: number): number => {
+      const rate = config.pingRatePerSecond
+      state.tokens = Math.min(config.pingBurst, state.tokens + ((now - state.refilledAt) / 1000) * rate)
+      state.refilledAt = now
+      if (state.tokens >= 1) {
+        state.tokens -= 1
+        return 0
+      }
+      return Math.max(1, Math.ceil((1 - state.tokens) / rate))
+    }
+
+    const rateHeaders = (state: MonitorPingState) => ({
+      "x-ratelimit-limit": String(config.pingBurst),
+      "x-ratelimit-remaining": String(Math.max(0, Math.floor(state.tokens))),
+      "x-ratelimit-reset": String(Math.ceil((config.pingBurst - state.tokens) / config.pingRatePerSecond))
+    })
+
+    const parseBody = (request: PingRequest): Either.Either<PingBody, PingReply> => {
+      let json: unknown = {}
+      if (request.body.trim() !== "") {
+        try {
+          json = JSON.parse(request.body)
+        } catch {
+          return Either.left(error(400, "ValidationError", "The request body is not valid JSON. Send a JSON object, or no body.", { path: "" }))
+        }
+      }
+      if (json === null || typeof json !== "object" || Array.isArray(json)) {
+        return Either.left(error(400, "ValidationError", "The request body must be a JSON object.", { path: "" }))
+      }
+      const decoded = decoders[request.kind](json)
+      if (Either.isLeft(decoded)) {
+        const { path, message } = firstIssue(decoded.left)
+        return Either.left(error(400, "ValidationError", message, { path }))
+      }
+      const queryRecord: Record<string, string> = {}
+      for (const key of ["exitCode", "durationMs", "runId"]) {
+        const value = request.query.get(key)
+        if (value !== null) queryRecord[key] = value
+      }
+      const query = decodeQuery(queryRecord)
+      if (Either.isLeft(query)) {
+        const { path, message } = firstIssue(query.left)
+        return Either.left(error(400, "ValidationError", `query parameter ${message}`, { path }))
+      }
+      const body = decoded.right as PingBody
+      return Either.right({
+        durationMs: body.durationMs ?? query.right.durationMs,
+        exitCode: body.exitCode ?? query.right.exitCode,
+        runId: body.runId ?? query.right.runId,
+        output: body.output
+      })
+    }
+
+    const accept = (request: PingRequest, info: MonitorInfo, reply: (r: PingReply) => void) => {
+      const parsed = parseBody(request)
+      if (Either.isLeft(parsed)) return reply(parsed.left)
+      const ping = parsed.right
+      const now = clock.unsafeCurrentTimeMillis()
+      const state = stateOf(info.id, now)
+      const wait = rateLimit(state, now)
+      if (wait > 0) {
+        return reply({
+          ...error(429, "RateLimited", `Too many pings for this monitor: at most ${config.pingRatePerSecond} per second (bursts of ${config.pingBurst}). Retry in ${wait} s.`, { retryAfterSeconds: wait }),
+          headers: { "retry-after": String(wait), ...rateHeaders(state) }
+        })
+      }
+      if (ping.runId !== undefined && !isUuid(ping.runId)) {
+        return reply(
+          request.kind === "start"
+            ? error(400, "ValidationError", "runId must be a UUID.", { path: "runId" })
+            : error(404, "NotFound", `Run ${ping.runId} does not exist for this monitor.`)
+        )
+      }
+      const output = ping.output !== undefined && info.captureOutput && request.kind !== "start"
+        ? prepareOutput(ping.output, info.maxOutputSizeKb * 1024)
+        : undefined
+      const result = pair(
+        {
+          monitorId: info.id,
+          orgId: info.orgId,
+          newId: randomUUID,
+          isFinished: (id) => state.finished.includes(id)
+        },
+        state.openRuns,
+        {
+          kind: request.kind,
+          receivedAt: now,
+          runId: ping.runId,
+          durationMs: ping.durationMs,
+          exitCode: ping.exitCode,
+          output: output === undefined ? undefined : { text: output.output, truncated: output.truncated, bytes: output.originalBytes }
+        }
+      )
+      if (result._tag === "RunFinished") {
+        return reply(error(409, "Conflict", `Run ${result.runId} has already ${request.kind === "start" ? "been started" : "finished"}; a run is started once and finished once.`))
+      }
+      if (result._tag === "UnknownRun") {
+        // Not open here: a finished run this instance no longer remembers is a 409, anything else 404.
+        return run(
+          sql<{ n: number }>`select count(*)::int as n from runs where id = ${result.runId} and monitor_id = ${info.id}`.pipe(
+            Effect.map((rows) => (rows[0]?.n ?? 0) > 0),
+            Effect.orElseSucceed(() => false)
+          ),
+          (exists) =>
+            reply(
+              exists
+                ? error(409, "Conflict", `Run ${result.runId} has already finished; a run is finished once.`)
+                : error(404, "NotFound", `Run ${result.runId} does not exist for this monitor.`)
+            )
+        )
+      }
+      const row = result.row
+      state.openRuns = result.openRuns
+      if (row.status !== "RUNNING") {
+        state.finished.push(row.id)
+        if (state.finished.length > FINISHED_MEMORY) state.finished.shift()
+      }
+      writer.write(row, (failure) => {
+        if (failure !== undefined) {
+          // Not stored, so not acknowledged: the client retries. The pairing is undone.
+          if (row.status === "RUNNING") state.openRuns = state.openRuns.filter((r) => r.id !== row.id)
+          run(Effect.logError("could not store a ping", failure.message), () => {})
+          return reply(error(503, "ServiceUnavailable", "The ping could not be stored right now; retry in a few seconds."))
+        }
+        reply({ status: 200, body: { received: true, runId: row.id }, headers: rateHeaders(state) })
+      })
+    }
+
+    const withMonitor = (request: PingRequest, orgId: string, reply: (r: PingReply) => void) => {
+      const notFound = () => reply(error(404, "NotFound", `Monitor ${request.monitorId} does not exist`))
+      const info = monitors.get(request.monitorId)
+      if (info !== undefined) return info.orgId === orgId ? accept(request, info, reply) : notFound()
+      monitors.lookup(request.monitorId, (found, cause) => {
+        if (cause !== undefined) return reply(error(503, "ServiceUnavailable", "The database does not answer; retry in a few seconds."))
+        if (found === undefined || found.orgId !== orgId) return notFound()
+        accept(request, found, reply)
+      })
+    }
+
+    /** The whole intake of one ping; `reply` is called exactly once. */
+    const submit = (request: PingRequest, reply: (r: PingReply) => void): void => {
+      const raw = /^\s*Bearer\s+(\S+)\s*$/i.exec(request.authorization ?? "")?.[1]
+      const unauthorized = (message: string) =>
+        reply({ ...error(401, "Unauthorized", message), headers: { "www-authenticate": 'Bearer realm="jobmon"' } })
+      if (raw === undefined) {
+        return unauthorized("Send an access token: Authorization: Bearer <token> (a token with scope 'ping' is enough).")
+      }
+      const decide = (verdict: ReturnType<typeof tokens.fromCache>) => {
+        if (verdict._tag === "Denied") return unauthorized(verdict.message)
+        if (verdict._tag === "Miss") return reply(error(503, "ServiceUnavailable", "Authentication is unavailable; retry."))
+        const principal = verdict.principal
+        if (!scopeAllows(principal.scope, "ping")) {
+          return reply(error(403, "Forbidden", `This token has scope '${principal.scope}', which cannot send pings: use a 'ping', 'write' or 'admin' token.`))
+        }
+        withMonitor(request, principal.orgId, reply)
+      }
+      const cached = tokens.fromCache(raw, clock.unsafeCurrentTimeMillis())
+      if (cached._tag !== "Miss") return decide(cached)
+      run(tokens.load(raw), (verdict) => decide(verdict ?? { _tag: "Miss" }))
+    }
+
+    /** The same, as an Effect (the HttpApi handlers). */
+    const submitEffect = (request: PingRequest) => Effect.async<PingReply>((resume) => submit(request, (r) => resume(Effect.succeed(r))))
+
+    return { submit, submitEffect, writerStats: writer.stats, drain: () => writer.drain() } as const
+  })
+}) {}
+

@@ -1,0 +1,210 @@
+import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { call, createMonitor, createOrganization, createToken, sendPing, TestServer } from "../support/fixture.js"
+
+const runsOf = (monitorId: string, query = "") =>
+  Effect.map(call("GET", `/api/monitors/${monitorId}/runs${query}`), (r) => {
+    expect(r.status).toBe(200)
+    return r.body.runs as Array<any>
+  })
+
+/** The same behaviour whichever way a ping arrives: the fast node:http route or the HttpApi router. */
+for (const fastPings of [true, false]) {
+  layer(TestServer({ pingBurst: 100, pingRatePerSecond: 10 }, {}, { fastPings }), { excludeTestServices: true, timeout: 120_000 })(
+    `ping intake (${fastPings ? "fast route" : "HttpApi router"})`,
+    (it) => {
+      it.effect("start then success: one run, same runId, duration from the pings", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor()
+          const start = yield* sendPing(monitor.id, "start")
+          expect(start.status).toBe(200)
+          expect(start.body).toEqual({ received: true, runId: expect.stringMatching(/^[0-9a-f-]{36}$/) })
+          const running = yield* runsOf(monitor.id)
+          expect(running).toHaveLength(1)
+          expect(running[0]).toMatchObject({ id: start.body.runId, status: "RUNNING", finishedAt: null, startInferred: false })
+          yield* Effect.sleep("50 millis")
+          const success = yield* sendPing(monitor.id, "success")
+          expect(success.status).toBe(200)
+          expect(success.body).toEqual({ received: true, runId: start.body.runId })
+          const [run] = yield* runsOf(monitor.id)
+          expect(run).toMatchObject({ id: start.body.runId, status: "SUCCESS", startInferred: false })
+          expect(run.durationMs).toBe(Date.parse(run.finishedAt) - Date.parse(run.startedAt))
+          expect(run.durationMs).toBeGreaterThanOrEqual(40)
+          const m = yield* call("GET", `/api/monitors/${monitor.id}`)
+          expect(Date.parse(m.body.lastPingAt)).toBe(Date.parse(run.finishedAt))
+        }))
+
+      it.effect("two overlapping runs are told apart by runId (body or query)", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor()
+          const a = (yield* sendPing(monitor.id, "start")).body.runId
+          const b = (yield* sendPing(monitor.id, "start")).body.runId
+          expect(a).not.toBe(b)
+          const failA = yield* sendPing(monitor.id, "fail", { body: { runId: a, exitCode: 2, durationMs: 70 } })
+          expect(failA.body.runId).toBe(a)
+          const okB = yield* sendPing(monitor.id, "success", { query: `runId=${b}&durationMs=90` })
+          expect(okB.body.runId).toBe(b)
+          const runs = yield* runsOf(monitor.id)
+          const byId = Object.fromEntries(runs.map((r) => [r.id, r]))
+          expect(byId[a]).toMatchObject({ status: "FAIL", exitCode: 2, durationMs: 70 })
+          expect(byId[b]).toMatchObject({ status: "SUCCESS", durationMs: 90 })
+          // Each run finishes once.
+          const again = yield* sendPing(monitor.id, "success", { body: { runId: a } })
+          expect(again.status).toBe(409)
+          expect(again.body._tag).toBe("Conflict")
+          const unknown = yield* sendPing(monitor.id, "success", { body: { runId: "7b0b5b8e-6c39-4a32-9a53-3d0f5c1e0a11" } })
+          expect(unknown.status).toBe(404)
+          expect((yield* sendPing(monitor.id, "success", { body: { runId: "nope" } })).status).toBe(404)
+        }))
+
+      it.effect("success without start infers the start from durationMs, or the arrival", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor()
+          const withDuration = yield* sendPing(monitor.id, "success", { body: { durationMs: 5000 } })
+          const bare = yield* sendPing(monitor.id, "fail", { query: "exitCode=127" })
+          const runs = yield* runsOf(monitor.id)
+          const timed = runs.find((r) => r.id === withDuration.body.runId)
+          expect(timed).toMatchObject({ startInferred: true, durationMs: 5000, status: "SUCCESS" })
+          expect(Date.parse(timed.finishedAt) - Date.parse(timed.startedAt)).toBe(5000)
+          const untimed = runs.find((r) => r.id === bare.body.runId)
+          expect(untimed).toMatchObject({ startInferred: true, durationMs: null, status: "FAIL", exitCode: 127 })
+          expect(untimed.startedAt).toBe(untimed.finishedAt)
+        }))
+
+      it.effect("output is redacted before it is stored and truncated to its tail", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor({ maxOutputSizeKb: 1 })
+          const secretLine = "connecting with password=hunter2 and Authorization: Bearer abc.def.ghi\n"
+          const filler = "x".repeat(3000)
+          const output = `${secretLine}${filler}\nFATAL: disk full at the end`
+          const sent = yield* sendPing(monitor.id, "fail", { body: { exitCode: 1, output } })
+          expect(sent.status).toBe(200)
+          const [run] = yield* runsOf(monitor.id)
+          expect(run.outputTruncated).toBe(true)
+          expect(run.outputBytes).toBe(Buffer.byteLength(output))
+          expect(Buffer.byteLength(run.output)).toBeLessThanOrEqual(1024)
+          expect(run.output.endsWith("FATAL: disk full at the end")).toBe(true)
+          const short = yield* sendPing(monitor.id, "success", { body: { output: secretLine } })
+          const stored = (yield* runsOf(monitor.id)).find((r) => r.id === short.body.runId)
+          expect(stored.output).toBe("connecting with password=***REDACTED*** and Authorization: Bearer ***REDACTED***\n")
+          expect(stored.outputTruncated).toBe(false)
+          // Nowhere in the database.
+          const sql = yield* SqlClient.SqlClient
+          const leaks = yield* sql<{ n: number }>`select count(*)::int as n from runs where output like ${"%hunter2%"}`
+          expect(leaks[0]!.n).toBe(0)
+        }))
+
+      it.effect("output of exactly maxOutputSizeKb KiB is kept whole; no capture keeps none", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor({ maxOutputSizeKb: 1 })
+          const exact = "y".repeat(1024)
+          const sent = yield* sendPing(monitor.id, "success", { body: { output: exact } })
+          const run = (yield* runsOf(monitor.id)).find((r) => r.id === sent.body.runId)
+          expect(run).toMatchObject({ output: exact, outputTruncated: false, outputBytes: 1024 })
+          const quiet = yield* createMonitor({ captureOutput: false })
+          yield* sendPing(quiet.id, "success", { body: { output: "hello" } })
+          const [q] = yield* runsOf(quiet.id)
+          expect(q.output).toBeNull()
+        }))
+
+      it.effect("bad input is a 400 naming the field; nothing is stored", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor()
+          const cases: Array<[Parameters<typeof sendPing>[2], string]> = [
+            [{ rawBody: "{not json" }, ""],
+            [{ rawBody: "[1]" }, ""],
+            [{ body: { durationMs: -5 } }, "durationMs"],
+            [{ body: { durationMs: 1.5 } }, "durationMs"],
+            [{ body: { durationMs: "100" } }, "durationMs"],
+            [{ body: { exitCode: "1" } }, "exitCode"],
+            [{ body: { output: 42 } }, "output"],
+            [{ query: "exitCode=abc" }, "exitCode"],
+            [{ query: "durationMs=-1" }, "durationMs"]
+          ]
+          for (const [options, path] of cases) {
+            const response = yield* sendPing(monitor.id, "fail", options)
+            expect(response.status, JSON.stringify(options)).toBe(400)
+            expect(response.body._tag).toBe("ValidationError")
+            expect(response.body.path).toBe(path)
+            expect(response.body.message.length).toBeGreaterThan(5)
+          }
+          expect(yield* runsOf(monitor.id)).toHaveLength(0)
+          const bigOutput = yield* sendPing(monitor.id, "fail", { body: { output: "z".repeat(2 * 1024 * 1024 + 1) } })
+          expect(bigOutput.status).toBe(413)
+          expect(bigOutput.body._tag).toBe("PayloadTooLarge")
+        }))
+
+      it.effect("unknown, deleted and foreign monitors are 404; tokens are checked like everywhere", () =>
+        Effect.gen(function*() {
+          expect((yield* sendPing("7b0b5b8e-6c39-4a32-9a53-3d0f5c1e0a11", "success")).status).toBe(404)
+          expect((yield* sendPing("not-a-monitor", "start")).status).toBe(404)
+          const monitor = yield* createMonitor()
+          const other = yield* createOrganization(`acme${fastPings ? "f" : "s"}`)
+          const foreign = yield* sendPing(monitor.id, "success", { token: other.token })
+          expect(foreign.status).toBe(404)
+          expect((yield* sendPing(monitor.id, "success", { token: null })).status).toBe(401)
+          const read = yield* createToken("read")
+          const forbidden = yield* sendPing(monitor.id, "success", { token: read.token })
+          expect(forbidden.status).toBe(403)
+          const ping = yield* createToken("ping")
+          expect((yield* sendPing(monitor.id, "success", { token: ping.token })).status).toBe(200)
+          expect((yield* call("DELETE", `/api/monitors/${monitor.id}`)).status).toBe(204)
+          expect((yield* sendPing(monitor.id, "success", { token: ping.token })).status).toBe(404)
+          const wrongMethod = yield* call("GET", `/api/ping/${monitor.id}/success`)
+          expect(wrongMethod.status).toBe(405)
+        }))
+
+      it.effect("over the per-monitor rate limit a ping is 429 with Retry-After", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor()
+          const statuses: Array<number> = []
+          let limited: any
+          for (let i = 0; i < 110; i++) {
+            const r = yield* sendPing(monitor.id, "success")
+            statuses.push(r.status)
+            if (r.status === 429 && limited === undefined) limited = r
+          }
+          expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(100)
+          expect(limited).toBeDefined()
+          expect(limited.body._tag).toBe("RateLimited")
+          expect(Number(limited.headers["retry-after"])).toBeGreaterThanOrEqual(1)
+          expect(limited.headers["x-ratelimit-limit"]).toBe("100")
+          // Every 200 is a stored run.
+          const sql = yield* SqlClient.SqlClient
+          const rows = yield* sql<{ n: number }>`select count(*)::int as n from runs where monitor_id = ${monitor.id}`
+          expect(rows[0]!.n).toBe(statuses.filter((s) => s === 200).length)
+        }))
+
+      it.effect("runs list newest first with a cursor, from/to and limit", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor()
+          const ids: Array<string> = []
+          for (let i = 0; i < 5; i++) {
+            ids.push((yield* sendPing(monitor.id, "success", { body: { durationMs: i } })).body.runId)
+            yield* Effect.sleep("5 millis")
+          }
+          const first = yield* call("GET", `/api/monitors/${monitor.id}/runs?limit=2`)
+          expect(first.body.runs.map((r: any) => r.id)).toEqual([ids[4], ids[3]])
+          const second = yield* call("GET", `/api/monitors/${monitor.id}/runs?limit=2&cursor=${first.body.nextCursor}`)
+          expect(second.body.runs.map((r: any) => r.id)).toEqual([ids[2], ids[1]])
+          const third = yield* call("GET", `/api/monitors/${monitor.id}/runs?limit=2&cursor=${second.body.nextCursor}`)
+          expect(third.body.runs.map((r: any) => r.id)).toEqual([ids[0]])
+          expect(third.body.nextCursor).toBeNull()
+          const all = first.body.runs.concat(second.body.runs, third.body.runs)
+          const middle = all[2].startedAt
+          const from = yield* call("GET", `/api/monitors/${monitor.id}/runs?from=${encodeURIComponent(middle)}`)
+          expect(from.body.runs.map((r: any) => r.id)).toEqual([ids[4], ids[3], ids[2]])
+          const to = yield* call("GET", `/api/monitors/${monitor.id}/runs?to=${encodeURIComponent(middle)}`)
+          expect(to.body.runs.map((r: any) => r.id)).toEqual([ids[1], ids[0]])
+          for (const q of ["limit=0", "limit=501", "from=yesterday", "cursor=garbage"]) {
+            const bad = yield* call("GET", `/api/monitors/${monitor.id}/runs?${q}`)
+            expect(bad.status, q).toBe(400)
+            expect(bad.body.path).toBe(q.split("=")[0])
+          }
+          const other = yield* createOrganization(`runs${fastPings ? "f" : "s"}`, "read")
+          expect((yield* call("GET", `/api/monitors/${monitor.id}/runs`, { token: other.token })).status).toBe(404)
+        }))
+    }
+  )
+}
