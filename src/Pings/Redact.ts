@@ -38,12 +38,14 @@ const ASSIGNMENT_HEAD = /(?<![\w.-])(?=([\w.-]+))\1(\\?["']?)(?:([ \t]*(?:=>|:=|
  * (Quoted values are tried first, see {@link QUOTED_VALUE}.)
  */
 const UNQUOTED_VALUE = /(\\?["'`]?)([^\s"'`,;&)\]}]+)/y
+const BARE_UNQUOTED_VALUE = /()([^\s"'`,;&)\]}]+)/y
 
 /** The quoted forms of a value: escaped-JSON, double-quoted, single-quoted, backquoted. */
 const QUOTED_VALUE = /\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|"((?:[^"\\\r\n]|\\.)*)"|'([^'\r\n]*)'|`([^`\r\n]*)`/y
 
 /**
- * An unquoted `Authorization` header value runs to the end of the line: `Digest` and
+ * An unquoted `Authorization` header value without a single-word scheme (see
+ * {@link SINGLE_WORD_SCHEME}) runs to the end of the line: `Digest`, `OAuth` and
  * `AWS4-HMAC-SHA256` credentials hold blanks, commas and quotes. When the whole header is quoted
  * (`curl -H 'Authorization: Basic …' https://…`), it stops at that quote or at a backslash (an
  * escape such as `\r\n` inside a JSON string). Keyed by that quote.
@@ -56,8 +58,18 @@ const AUTHORIZATION_VALUE: Readonly<Record<string, RegExp>> = {
 }
 
 /** Authorization schemes that stay readable in front of the redacted credentials. */
-const AUTHORIZATION_SCHEME =
-  /^(?:Basic|Bearer|Digest|Token|Negotiate|NTLM|ApiKey|Key|SSWS|DPoP|OAuth|AWS4-HMAC-SHA256)[ \t]+/i
+const AUTHORIZATION_SCHEMES = "Basic|Bearer|Digest|Token|Negotiate|NTLM|ApiKey|Key|SSWS|DPoP|OAuth|AWS4-HMAC-SHA256"
+const AUTHORIZATION_SCHEME = new RegExp(`^(?:${AUTHORIZATION_SCHEMES})[ \\t]+`, "i")
+const AUTHORIZATION_SCHEME_AT = new RegExp(`(?:${AUTHORIZATION_SCHEMES})[ \\t]+`, "iy")
+/** Schemes whose credentials are a single word (RFC 6750 `b64token`, base64, opaque tokens). */
+const SINGLE_WORD_SCHEME = /^(?:Basic|Bearer|Token|ApiKey|Key|SSWS|DPoP|Negotiate|NTLM)[ \t]/i
+
+/** The schemes that stay in front of the value of other secret keys (`token: Bearer abc`). */
+const TOKEN_SCHEME_AT = /(?:Basic|Bearer)[ \t]+(?=\S)/iy
+const TOKEN_SCHEME = /^(?:Basic|Bearer)[ \t]+(?=\S)/i
+
+/** The optional, unmatched opening quote of an unquoted value (same as in the value patterns). */
+const OPENING_QUOTE = /\\?["'`]?/y
 
 /**
  * Key names, matched on the normalized key (see {@link normalizeKey}) at its END, so
@@ -69,14 +81,17 @@ const SECRET_KEY =
 
 const AUTHORIZATION_KEY = /(?:^|_)authorization$/
 
+/** Longer runs are data (base64, hex, minified code), not names; this also bounds the work per key. */
+const MAX_KEY_LENGTH = 200
+
 /** Every secret key contains one of these as is; most keys in ordinary output do not. */
 const KEYWORD_HINT = /pass|pwd|secret|token|key|authorization/i
 
 /** `DB_PASSWORD`, `db-password`, `db.password`, `dbPassword`, `--db-password` → `db_password`. */
-export const normalizeKey = (key: string): string =>
+const normalizeKey = (key: string): string =>
   key
     .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
+    .replace(/([A-Z])(?=[A-Z][a-z])/g, "$1_")
     .toLowerCase()
     .replace(/[.-]/g, "_")
     .replace(/_{2,}/g, "_")
@@ -92,7 +107,7 @@ type KeyKind = "plain" | "authorization"
  *   (`--pass x`) and in tight or `=` forms (`pass=x`, `pass:x`, `pass = x`), not as `pass: x`.
  */
 const classifyKey = (key: string, separator: string): KeyKind | undefined => {
-  if (!KEYWORD_HINT.test(key)) return undefined
+  if (key.length > MAX_KEY_LENGTH || !KEYWORD_HINT.test(key)) return undefined
   const normalized = normalizeKey(key)
   if (AUTHORIZATION_KEY.test(normalized)) return "authorization"
   if (SECRET_KEY.test(normalized)) return "plain"
@@ -112,37 +127,59 @@ type Span = readonly [start: number, end: number, resumeAt: number]
  * that opens a quoted header just before its key (`'Authorization: Basic …'`), or "".
  */
 const valueSpan = (text: string, at: number, kind: KeyKind, headerQuote: string): Span | undefined => {
-  let start: number
-  let value: string
   QUOTED_VALUE.lastIndex = at
   const quoted = QUOTED_VALUE.exec(text)
   if (quoted !== null) {
     const group = quoted.findIndex((inner, index) => index > 0 && inner !== undefined)
-    value = quoted[group]!
-    start = at + (group === 1 ? 2 : 1)
+    let start = at + (group === 1 ? 2 : 1)
+    let value = quoted[group]!
+    const scheme = (kind === "authorization" ? AUTHORIZATION_SCHEME : TOKEN_SCHEME).exec(value)
+    if (scheme !== null) {
+      start += scheme[0].length
+      value = value.slice(scheme[0].length)
+    }
+    return value.length === 0 ? undefined : [start, start + value.length, at + quoted[0].length]
+  }
+  // An unquoted value that starts with the marker was redacted already, possibly by another rule
+  // that kept what follows (`//db:***REDACTED***@host`): it ends with the marker. Checked before
+  // the value is scanned, so that a line of `token=***REDACTED***…` stays linear.
+  OPENING_QUOTE.lastIndex = at
+  let start = at + OPENING_QUOTE.exec(text)![0].length
+  const schemePattern = kind === "authorization" ? AUTHORIZATION_SCHEME_AT : TOKEN_SCHEME_AT
+  schemePattern.lastIndex = start
+  const scheme = schemePattern.exec(text)
+  if (scheme !== null) start += scheme[0].length
+  if (text.startsWith(REDACTED, start)) return [start, start + REDACTED.length, start + REDACTED.length]
+  // One word after a scheme whose credentials are one word (`Bearer abc and more` keeps
+  // `and more`), or after `token:`-like keys; else the patterns above.
+  const oneWord = scheme !== null && (kind === "plain" || SINGLE_WORD_SCHEME.test(scheme[0]))
+  BARE_UNQUOTED_VALUE.lastIndex = start
+  const word = oneWord ? BARE_UNQUOTED_VALUE.exec(text) : null
+  let value: string
+  if (word !== null) {
+    value = word[2]!
+  } else if (kind === "authorization") {
+    const pattern = AUTHORIZATION_VALUE[headerQuote]!
+    pattern.lastIndex = at
+    const match = pattern.exec(text)
+    if (match === null) return undefined
+    start = at + match[1]!.length
+    value = match[2]!
+    const inValue = AUTHORIZATION_SCHEME.exec(value)
+    if (inValue !== null) {
+      start += inValue[0].length
+      value = value.slice(inValue[0].length)
+    }
   } else {
-    const unquoted = kind === "authorization" ? AUTHORIZATION_VALUE[headerQuote]! : UNQUOTED_VALUE
-    unquoted.lastIndex = at
-    const match = unquoted.exec(text)
+    UNQUOTED_VALUE.lastIndex = at
+    const match = UNQUOTED_VALUE.exec(text)
     if (match === null) return undefined
     value = match[2]!
     start = at + match[1]!.length
     // `"password": {` and `"password": [` open a nested structure; there is no value here.
     if (/^[{[]+$/.test(value)) return undefined
   }
-  if (kind === "authorization") {
-    const scheme = AUTHORIZATION_SCHEME.exec(value)
-    if (scheme !== null) {
-      start += scheme[0].length
-      value = value.slice(scheme[0].length)
-    }
-  }
-  // An unquoted value that starts with the marker was redacted already, possibly by another rule
-  // that kept what follows (`//db:***REDACTED***@host`): it ends with the marker.
-  if (quoted === null && value.startsWith(REDACTED)) value = REDACTED
-  if (value.length === 0) return undefined
-  const end = start + value.length
-  return [start, end, quoted === null ? end : at + quoted[0].length]
+  return value.length === 0 ? undefined : [start, start + value.length, start + value.length]
 }
 
 /** `//user:pass@host` is redacted by {@link redactUrlCredentials}, which keeps the host. */
@@ -217,82 +254,20 @@ const redactXmlElements = (text: string): string =>
  */
 const BEARER = /(?<![\w-])(bearer)([ \t]+)([\w.~+/=-]+)/gi
 
-const BEARER_PROSE = new Set([
-  "a",
-  "an",
-  "and",
-  "are",
-  "as",
-  "at",
-  "auth",
-  "authentication",
-  "authorisation",
-  "authorization",
-  "based",
-  "be",
-  "been",
-  "bond",
-  "bonds",
-  "but",
-  "by",
-  "can",
-  "credential",
-  "credentials",
-  "error",
-  "expected",
-  "expired",
-  "flow",
-  "for",
-  "format",
-  "from",
-  "grant",
-  "has",
-  "have",
-  "header",
-  "headers",
-  "if",
-  "in",
-  "instrument",
-  "instruments",
-  "invalid",
-  "is",
-  "may",
-  "missing",
-  "mode",
-  "must",
-  "no",
-  "not",
-  "of",
-  "on",
-  "only",
-  "or",
-  "prefix",
-  "realm",
-  "required",
-  "scheme",
-  "schemes",
-  "scope",
-  "share",
-  "shares",
-  "should",
-  "string",
-  "support",
-  "supported",
-  "the",
-  "to",
-  "token",
-  "tokens",
-  "type",
-  "value",
-  "was",
-  "were",
-  "will",
-  "with"
-])
+const BEARER_PROSE = new Set(
+  (
+    "a an and are as at auth authentication authorisation authorization based be been bond " +
+    "bonds but by can credential credentials error expected expired flow for format from " +
+    "grant has have header headers if in instrument instruments invalid is may missing mode " +
+    "must no not of on only or prefix realm required scheme schemes scope share shares should " +
+    "string support supported the to token tokens type value was were will with"
+  ).split(" ")
+)
 
 const isBearerProse = (word: string): boolean => {
-  const bare = word.replace(/[.=]+$/, "").toLowerCase()
-  return bare.length === 0 || BEARER_PROSE.has(bare)
+  let end = word.length
+  while (end > 0 && (word[end - 1] === "." || word[end - 1] === "=")) end--
+  return end === 0 || BEARER_PROSE.has(word.slice(0, end).toLowerCase())
 }
 
 const redactBearerTokens = (text: string): string =>

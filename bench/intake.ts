@@ -1,0 +1,325 @@
+/**
+ * `npm run bench`: the durable ping intake against a bare node:http server, in one run.
+ *
+ * Starts the real service as a child process on a fresh PostgreSQL database (DATABASE_URL's server,
+ * or an embedded PostgreSQL), creates 1,000 monitors and a ping token through the API, drives the
+ * ping routes with autocannon from another process, and checks that every acknowledged ping has its
+ * row. docs/performance.md ("Ping intake") describes the phases, the knobs and the latest results.
+ */
+import { execSync } from "node:child_process"
+import { randomUUID } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { type Accounting, account } from "./support/accounting.js"
+import { cleanupAll, installSignalHandlers, onCleanup } from "./support/children.js"
+import { backgroundBusy, cpuBetween, machineBusyBetween, sampleCpu } from "./support/cpu.js"
+import { BenchDb, openBenchDatabase } from "./support/database.js"
+import { mainThreadProfile, type ProfileSummary, summarizeProfile } from "./support/profile.js"
+import type { DriverConfig, DriverResult, LoadMode } from "./support/protocol.js"
+import {
+  type Check,
+  checksText,
+  consoleTable,
+  type CpuCost,
+  type Machine,
+  type PhaseRow,
+  profileText,
+  writeDocs
+} from "./support/report.js"
+import {
+  createMonitors,
+  createPingToken,
+  newBootstrapToken,
+  ROOT,
+  runDriver,
+  type RunningServer,
+  startBare,
+  startService,
+  stopServer
+} from "./support/servers.js"
+
+const env = (name: string, fallback: string) => {
+  const value = process.env[name]
+  return value === undefined || value.trim() === "" ? fallback : value.trim()
+}
+const positive = (name: string, fallback: number) => {
+  const n = Number(env(name, String(fallback)))
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number`)
+  return n
+}
+
+const settings = {
+  seconds: positive("BENCH_SECONDS", 10),
+  connections: env("BENCH_CONNECTIONS", "64,256").split(",").map((c) => Math.floor(Number(c))).filter((c) => c > 0),
+  rate: positive("BENCH_RATE", 5000),
+  rateConnections: Math.floor(positive("BENCH_RATE_CONNECTIONS", 256)),
+  warmupSeconds: positive("BENCH_WARMUP_SECONDS", 3),
+  monitors: Math.floor(positive("BENCH_MONITORS", 1000)),
+  profile: env("BENCH_PROFILE", "auto") as "auto" | "always" | "never",
+  writeDocs: env("BENCH_WRITE_DOCS", "1") !== "0",
+  strict: env("BENCH_STRICT", "0") === "1"
+}
+if (settings.connections.length === 0) throw new Error("BENCH_CONNECTIONS must list connection counts, e.g. 64,256")
+if (!["auto", "always", "never"].includes(settings.profile)) throw new Error("BENCH_PROFILE must be auto, always or never")
+
+const RATIO_TARGET = 0.5
+const P99_TARGET_MS = 50
+/** The fixed-rate phase must actually deliver (nearly) the rate it offers. */
+const RATE_DELIVERED = 0.97
+
+const log = (message: string) => console.log(`[bench] ${message}`)
+
+const machine = (postgres: string, database: string): Machine => {
+  let cores = os.availableParallelism()
+  try {
+    cores = Number(execSync("nproc", { stdio: ["ignore", "pipe", "ignore"] }).toString().trim()) || cores
+  } catch {
+    // nproc missing: node's count
+  }
+  return {
+    cores,
+    cpu: os.cpus()[0]?.model.trim() ?? "unknown CPU",
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    os: `${os.type()} ${os.release()}`,
+    postgres,
+    database
+  }
+}
+
+const describeResult = (r: DriverResult, cpu?: CpuCost) => {
+  const non2xx = r.non2xx === 0 ? "" : `, non-2xx ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodes).filter(([s]) => !s.startsWith("2"))))}`
+  const errors = r.errors === 0 ? "" : `, ${r.errors} connection errors (${r.timeouts} timeouts)`
+  const cost = cpu === undefined
+    ? ""
+    : `; CPU µs/ping: server ${cpu.serverUs.toFixed(0)}${cpu.postgresUs === undefined ? "" : `, PostgreSQL backends ${cpu.postgresUs.toFixed(0)}`}, driver ${cpu.driverUs.toFixed(0)}; cores busy ${cpu.machineBusy === undefined ? "?" : `${(cpu.machineBusy * 100).toFixed(0)} %`}`
+  return `${r.rps} pings/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, 2xx ${r.count2xx}${non2xx}${errors}${cost}`
+}
+
+const main = async (): Promise<number> => {
+  installSignalHandlers()
+  const started = new Date()
+  log(
+    `${settings.seconds} s per phase, connections ${settings.connections.join("/")}, ${settings.rate} pings/s fixed rate over ${settings.rateConnections} connections, ${settings.monitors} monitors`
+  )
+  const background = await backgroundBusy(2000)
+  if (background !== undefined) log(`before starting anything, the cores were ${(background * 100).toFixed(0)} % busy with other work`)
+
+  const database = await openBenchDatabase()
+  log(`database: ${database.describe}`)
+  const db = await BenchDb.connect(database.url)
+  onCleanup(() => db.close())
+
+  const rows: Array<PhaseRow> = []
+  const notes: Array<string> = []
+  const accountings: Array<{ label: string; accounting: Accounting }> = []
+
+  // Both servers run side by side (the idle one costs nothing); their phases alternate, so that
+  // other work on the machine weighs on the baseline and the intake alike.
+  const bare = await startBare()
+  const adminToken = newBootstrapToken()
+  let service: RunningServer = await startService({ databaseUrl: database.url, bootstrapToken: adminToken })
+  log(`bare node:http at ${bare.url}; service at ${service.url} is healthy`)
+  const facts = await db.serverFacts()
+  const pgDescription = `PostgreSQL ${facts.version}${facts.timescaledb === undefined ? "" : ` + TimescaleDB ${facts.timescaledb}`}`
+  const dbDescription = `runs ${facts.runsIsHypertable ? "is a hypertable" : "is a plain table"}; synchronous_commit=${facts.synchronousCommit}, fsync=${facts.fsync}, wal_sync_method=${facts.walSyncMethod}`
+  log(`${pgDescription}; ${dbDescription}`)
+  if (facts.synchronousCommit !== "on") notes.push(`synchronous_commit is '${facts.synchronousCommit}' on this server: acknowledged pings are not durably committed.`)
+
+  const setupStart = Date.now()
+  const pingToken = await createPingToken(service.url, adminToken)
+  const ids = await createMonitors(service.url, adminToken, settings.monitors)
+  const bareIds = Array.from({ length: settings.monitors }, () => randomUUID())
+  log(`${ids.length} monitors and a ping-scoped token created through the API in ${((Date.now() - setupStart) / 1000).toFixed(1)} s`)
+
+  /** One driver run against `server`, with the CPU each process spent on it. */
+  const measured = async (server: RunningServer, target: "bare" | "intake", config: Omit<DriverConfig, "url" | "token" | "monitorIds">) => {
+    const serverPid = server.child.process.pid!
+    const backends = target === "intake" ? await db.backendPids() : []
+    const before = sampleCpu([serverPid, ...backends])
+    const result = await runDriver({
+      ...config,
+      url: server.url,
+      token: target === "intake" ? pingToken : "bare",
+      monitorIds: target === "intake" ? ids : bareIds
+    })
+    const after = sampleCpu([serverPid, ...backends])
+    const requests = Math.max(1, result.sent)
+    const cpu: CpuCost | undefined = before.processes.has(serverPid) && after.processes.has(serverPid)
+      ? {
+        serverUs: cpuBetween(before, after, [serverPid]) / requests,
+        postgresUs: target === "intake" && backends.length > 0 ? cpuBetween(before, after, backends) / requests : undefined,
+        driverUs: result.driverCpuUs / requests,
+        machineBusy: machineBusyBetween(before, after)
+      }
+      : undefined
+    return { result, cpu }
+  }
+
+  const barePhase = async (connections: number, seconds: number, label = "bare node:http") => {
+    const { result, cpu } = await measured(bare, "bare", { title: label, mode: "success", connections, seconds })
+    log(`${label}, ${connections} connections: ${describeResult(result, cpu)}`)
+    return { result, cpu }
+  }
+
+  const intakePhase = async (label: string, mode: LoadMode, connections: number, seconds: number, rate?: DriverConfig["rate"]) => {
+    const before = await db.settledRunCounts()
+    const { result, cpu } = await measured(service, "intake", { title: label, mode, connections, seconds, ...(rate === undefined ? {} : { rate }) })
+    const after = await db.settledRunCounts()
+    const accounting = account(result, before, after)
+    accountings.push({ label: `${label} (${connections} connections)`, accounting })
+    const rowsText = mode === "pairs"
+      ? `; acknowledged starts ${accounting.ackedStarts}, successes ${accounting.ackedSuccesses}; ${accounting.newRuns} runs, ${accounting.newSuccess} closed, ${accounting.leftRunning} left RUNNING`
+      : `; ${accounting.newRuns} rows`
+    log(`${label}, ${connections} connections: ${describeResult(result, cpu)}${rowsText}; unanswered ${accounting.unanswered}; missing ${accounting.missing}`)
+    return { result, cpu, accounting }
+  }
+
+  log(`warm-up: ${settings.warmupSeconds} s each`)
+  await barePhase(settings.connections[0]!, settings.warmupSeconds, "bare warm-up")
+  // Success phases first: a success without runId closes an open run, so none may be open yet.
+  await intakePhase("intake warm-up", "success", settings.connections[0]!, settings.warmupSeconds)
+
+  const bareRps = new Map<number, number>()
+  const ratios = new Map<number, number>()
+  const successRows = new Map<number, PhaseRow>()
+  for (const c of settings.connections) {
+    const b = await barePhase(c, settings.seconds)
+    bareRps.set(c, b.result.rps)
+    rows.push({ label: "bare node:http", target: "bare", ...b })
+    const i = await intakePhase("intake success", "success", c, settings.seconds)
+    const ratio = i.result.rps / b.result.rps
+    ratios.set(c, ratio)
+    const row: PhaseRow = { label: "intake: success pings", target: "intake", ...i, ratio }
+    successRows.set(c, row)
+    rows.push(row)
+  }
+  const evenRate = await intakePhase(`intake ${settings.rate}/s`, "success", settings.rateConnections, settings.seconds, { perSecond: settings.rate, pacing: "even" })
+  rows.push({ label: `intake: ${settings.rate}/s, even pacing`, target: "intake", ...evenRate })
+  const burstRate = await intakePhase(`intake ${settings.rate}/s (autocannon overallRate)`, "success", settings.rateConnections, settings.seconds, {
+    perSecond: settings.rate,
+    pacing: "autocannon"
+  })
+  rows.push({ label: `intake: ${settings.rate}/s, autocannon overallRate`, target: "intake", ...burstRate })
+  for (const c of settings.connections) {
+    const i = await intakePhase("intake start+success pairs", "pairs", c, settings.seconds)
+    rows.push({ label: "intake: start+success pairs", target: "intake", ...i, ratio: i.result.rps / bareRps.get(c)! })
+  }
+  const malformed = await db.malformedSuccessRows()
+  await stopServer(bare)
+  await stopServer(service)
+
+  // The checks.
+  const checks: Array<Check> = []
+  const missing = accountings.reduce((n, a) => n + a.accounting.missing, 0)
+  const unexplained = accountings.reduce((n, a) => n + a.accounting.unexplained, 0)
+  const acknowledged = accountings.reduce((n, a) => n + a.accounting.ackedStarts + a.accounting.ackedSuccesses, 0)
+  checks.push({
+    name: "zero acknowledged pings missing",
+    pass: missing === 0,
+    detail: `${missing} of ${acknowledged.toLocaleString("en-US")} acknowledged pings (all phases, warm-up included) have no row`
+  })
+  checks.push({
+    name: "no rows beyond acknowledged + in-flight pings",
+    pass: unexplained === 0 && malformed === 0,
+    detail: `${unexplained} unexplained rows; ${malformed} SUCCESS rows without duration or finish time`
+  })
+  for (const c of settings.connections) {
+    const ratio = ratios.get(c)!
+    checks.push({
+      name: `intake ≥ ${RATIO_TARGET} × bare node:http at ${c} connections`,
+      pass: ratio >= RATIO_TARGET,
+      detail: `${successRows.get(c)!.result.rps} / ${bareRps.get(c)} pings/s = ${ratio.toFixed(2)}`
+    })
+  }
+  const even = evenRate.result
+  const delivered = even.rps / settings.rate
+  checks.push({
+    name: `p99 < ${P99_TARGET_MS} ms at ${settings.rate} pings/s`,
+    pass: even.latency.p99 < P99_TARGET_MS && delivered >= RATE_DELIVERED && even.non2xx === 0,
+    detail: `even pacing over ${settings.rateConnections} connections, latency from the instant each ping was due: p50 ${even.latency.p50} ms, p99 ${even.latency.p99} ms, max ${even.latency.max} ms; delivered ${even.rps} pings/s (${(delivered * 100).toFixed(1)} %), ${even.pacing?.lateSends ?? 0} pings sent late`
+  })
+  const burst = burstRate.result
+  notes.push(
+    `autocannon's own overallRate lets every connection send its per-second quota back to back at the start of each second, and measures from the actual send; at ${settings.rate}/s that gave p50 ${burst.latency.p50} ms, p99 ${burst.latency.p99} ms (${burst.rps} pings/s delivered). The p99 check uses even pacing.`
+  )
+  const totalNon2xx = rows.filter((r) => r.target === "intake").reduce((n, r) => n + r.result.non2xx, 0)
+  notes.push(totalNon2xx === 0 ? "No non-2xx answers from the intake." : `${totalNon2xx} non-2xx answers from the intake (see the table).`)
+  notes.push(
+    `"rows written" counts new rows in \`runs\`; pings in flight when the load stopped may be stored without their answer being counted, so rows may exceed the 2xx count by at most the unanswered pings (${accountings.map((a) => a.accounting.unanswered).join(", ")} per phase, warm-up first).`
+  )
+  if (background !== undefined) {
+    notes.push(`Before the run the cores were ${(background * 100).toFixed(0)} % busy with other work; "cores busy" in the CPU table counts everything on the machine during each phase.`)
+  }
+
+  // A CPU profile of the service when the ratio target is missed (or when asked).
+  let profile: ProfileSummary | undefined
+  let profiledConnections: number | undefined
+  const belowTarget = [...ratios.values()].some((r) => r < RATIO_TARGET)
+  if (settings.profile === "always" || (settings.profile === "auto" && belowTarget)) {
+    const c = settings.connections[0]!
+    profiledConnections = c
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jobmon-bench-prof-"))
+    log(`profiling the service (node --cpu-prof) during a ${settings.seconds} s success phase at ${c} connections`)
+    service = await startService({ databaseUrl: database.url, bootstrapToken: adminToken, cpuProfileDir: dir })
+    const loadedBy = new Date()
+    // Not counted: success pings would now also close the runs the pairs left open.
+    await runDriver({ title: "profile warm-up", url: service.url, token: pingToken, monitorIds: ids, mode: "success", connections: c, seconds: settings.warmupSeconds })
+    const phaseStart = Date.now()
+    const profiled = await runDriver({ title: "profiled", url: service.url, token: pingToken, monitorIds: ids, mode: "success", connections: c, seconds: settings.seconds })
+    const phaseEnd = Date.now()
+    log(`profiled phase (success, ${c} connections, profiler on): ${describeResult(profiled)}`)
+    await stopServer(service)
+    const exited = Date.now()
+    const file = mainThreadProfile(dir)
+    if (file === undefined) notes.push("The CPU profile was not written (the service did not exit cleanly).")
+    else {
+      // Only the measured phase (the driver's own start-up excluded); the file stays for a closer look.
+      const window = [exited - phaseEnd + profiled.duration * 1000, exited - phaseEnd] as const
+      profile = summarizeProfile(file, { windowBeforeEndMs: window, loadedBy })
+      log(`CPU profile: ${file} (phase window ${Math.round(window[0] - window[1])} ms of ${Math.round(exited - phaseStart)} ms)`)
+    }
+  }
+
+  // The results.
+  const m = machine(pgDescription, dbDescription)
+  console.log("")
+  console.log(`Ping intake — ${started.toISOString()} — ${m.cores} cores, Node ${m.node}, ${m.postgres} (${database.setup === "url" ? "DATABASE_URL" : "embedded"})`)
+  console.log(consoleTable(rows))
+  console.log("")
+  console.log(checksText(checks))
+  for (const note of notes) console.log(`note: ${note}`)
+  if (profile !== undefined) console.log(`\n${profileText(profile)}`)
+
+  if (settings.writeDocs) {
+    const file = path.join(ROOT, "docs", "performance.md")
+    writeDocs(file, {
+      setup: database.setup,
+      date: started.toISOString().slice(0, 16).replace("T", " ") + " UTC",
+      machine: m,
+      settings: `${settings.seconds} s per phase after a ${settings.warmupSeconds} s warm-up, ${settings.monitors} monitors, fixed rate over ${settings.rateConnections} connections`,
+      rows,
+      checks,
+      notes,
+      profile,
+      profiledConnections
+    })
+    log(`results written to ${path.relative(process.cwd(), file)} ("Ping intake", ${database.setup} block)`)
+  }
+
+  if (missing > 0 || unexplained > 0 || malformed > 0) return 1
+  if (settings.strict && checks.some((c) => !c.pass)) return 1
+  return 0
+}
+
+let code = 1
+try {
+  code = await main()
+} catch (error) {
+  console.error(`[bench] failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
+  code = 1
+} finally {
+  await cleanupAll()
+}
+process.exit(code)

@@ -1,0 +1,154 @@
+import { type ChildProcess, spawn, type SpawnOptions } from "node:child_process"
+
+/**
+ * Every process the benchmark starts, so that all of them are stopped at the end: after success,
+ * after a failure, on Ctrl-C (SIGINT), SIGTERM or an uncaught error. A child is asked to stop with
+ * SIGINT (the service then shuts down cleanly, writing its CPU profile when it has one) and killed
+ * with SIGKILL when it has not exited in time.
+ */
+
+export interface Child {
+  readonly name: string
+  readonly process: ChildProcess
+  /** The last lines the child wrote (stdout and stderr), for error messages. */
+  readonly tail: () => string
+  /** Resolves with the exit code (or the signal's name) once the child has exited. */
+  readonly exited: Promise<number | string>
+  readonly hasExited: () => boolean
+}
+
+const running = new Set<Child>()
+const cleanups: Array<() => Promise<void>> = []
+const lastResorts: Array<() => void> = []
+const TAIL_LINES = 40
+
+export const spawnChild = (
+  name: string,
+  command: string,
+  args: ReadonlyArray<string>,
+  options: SpawnOptions & { readonly onStdout?: (text: string) => void } = {}
+): Child => {
+  const lines: Array<string> = []
+  const keep = (text: string) => {
+    for (const line of text.split("\n")) {
+      if (line.trim() === "") continue
+      lines.push(line)
+      if (lines.length > TAIL_LINES) lines.shift()
+    }
+  }
+  const proc = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], ...options })
+  let done = false
+  const exited = new Promise<number | string>((resolve) => {
+    proc.once("exit", (code, signal) => {
+      done = true
+      running.delete(child)
+      resolve(code ?? signal ?? "unknown")
+    })
+    proc.once("error", (error) => {
+      keep(`spawn error: ${error.message}`)
+      done = true
+      running.delete(child)
+      resolve("spawn-error")
+    })
+  })
+  proc.stdout?.setEncoding("utf8")
+  proc.stderr?.setEncoding("utf8")
+  proc.stdout?.on("data", (text: string) => {
+    if (options.onStdout !== undefined) options.onStdout(text)
+    else keep(text)
+  })
+  proc.stderr?.on("data", (text: string) => keep(text))
+  const child: Child = { name, process: proc, tail: () => lines.join("\n"), exited, hasExited: () => done }
+  running.add(child)
+  return child
+}
+
+/** SIGINT, then SIGKILL after `graceMs`; resolves once the child is gone. */
+export const stopChild = async (child: Child, graceMs = 10_000): Promise<void> => {
+  if (child.hasExited()) return
+  try {
+    child.process.kill("SIGINT")
+  } catch {
+    // already gone
+  }
+  const timer = new Promise<"timeout">((resolve) => {
+    const t = setTimeout(() => resolve("timeout"), graceMs)
+    t.unref()
+  })
+  if ((await Promise.race([child.exited, timer])) === "timeout" && !child.hasExited()) {
+    try {
+      child.process.kill("SIGKILL")
+    } catch {
+      // already gone
+    }
+    await child.exited
+  }
+}
+
+/** Something to undo at the end (drop the database, stop embedded PostgreSQL); run last-in first-out. */
+export const onCleanup = (cleanup: () => Promise<void>): void => {
+  cleanups.push(cleanup)
+}
+
+/** Synchronous last resort for processes not spawned here (embedded PostgreSQL), run at exit. */
+export const onExitKill = (kill: () => void): void => {
+  lastResorts.push(kill)
+}
+
+let cleaning: Promise<void> | undefined
+let cleanedUp = false
+
+/** Stops every child still running, then runs the cleanups. Safe to call more than once. */
+export const cleanupAll = (): Promise<void> => {
+  cleaning ??= (async () => {
+    await Promise.all([...running].map((child) => stopChild(child)))
+    while (cleanups.length > 0) {
+      const cleanup = cleanups.pop()!
+      try {
+        await cleanup()
+      } catch (error) {
+        console.error(`cleanup failed: ${(error as Error).message}`)
+      }
+    }
+    cleanedUp = true
+  })()
+  return cleaning
+}
+
+/** Ctrl-C, SIGTERM and crashes stop everything before the process exits. */
+export const installSignalHandlers = (): void => {
+  const stop = (reason: string, code: number) => {
+    console.error(`\n${reason}: stopping the benchmark's processes…`)
+    void cleanupAll().finally(() => process.exit(code))
+  }
+  process.once("SIGINT", () => stop("interrupted", 130))
+  process.once("SIGTERM", () => stop("terminated", 143))
+  process.once("SIGHUP", () => stop("hang-up", 129))
+  process.on("uncaughtException", (error) => {
+    console.error(error)
+    stop("uncaught error", 1)
+  })
+  process.on("unhandledRejection", (error) => {
+    console.error(error)
+    stop("unhandled rejection", 1)
+  })
+  // Last resort when the process exits some other way: no async work is possible here.
+  process.once("exit", () => {
+    for (const child of running) {
+      try {
+        child.process.kill("SIGKILL")
+      } catch {
+        // already gone
+      }
+    }
+    if (!cleanedUp) {
+      for (const kill of lastResorts) {
+        try {
+          kill()
+        } catch {
+          // already gone
+        }
+      }
+    }
+  })
+}

@@ -1,0 +1,232 @@
+/**
+ * The load driver: runs autocannon in a process of its own (so that load generation does not share
+ * the server's event loop) and prints one JSON `DriverResult` on stdout.
+ *
+ *   node --import tsx bench/support/driver.ts <config.json>
+ */
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import { performance } from "node:perf_hooks"
+import type { DriverConfig, DriverResult, LatencySummary } from "./protocol.js"
+
+// autocannon ships no type declarations: the small part used here.
+interface AcRequest {
+  method?: string
+  path?: string
+  body?: string | Buffer | undefined
+  headers?: Record<string, string>
+  setupRequest?: (request: AcRequest, context: Record<string, unknown>) => AcRequest | null
+  onResponse?: (status: number, body: string, context: Record<string, unknown>) => void
+}
+interface AcClient {
+  rate: number | undefined
+  destroyed: boolean
+  _doRequest: () => void
+  on(event: "response", listener: (status: number, bytes: number, responseTime: number) => void): void
+  on(event: "request", listener: () => void): void
+}
+interface AcHistogram {
+  p50: number
+  p99: number
+  max: number
+}
+interface AcResult {
+  duration: number
+  "2xx": number
+  non2xx: number
+  statusCodeStats: Record<string, { count: number }>
+  errors: number
+  timeouts: number
+  resets: number
+  latency: AcHistogram
+}
+type Autocannon = (options: Record<string, unknown>) => Promise<AcResult>
+
+const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
+
+const config = JSON.parse(fs.readFileSync(process.argv[2]!, "utf8")) as DriverConfig
+const ids = config.monitorIds
+if (ids.length === 0) throw new Error("no monitors to ping")
+
+// One rotation over the monitors shared by all connections: pings spread evenly.
+let cursor = Math.floor(Math.random() * ids.length)
+const nextMonitor = (): string => {
+  const id = ids[cursor]!
+  cursor = cursor + 1 === ids.length ? 0 : cursor + 1
+  return id
+}
+let seq = 0
+
+const byKind: Record<string, Record<string, number>> = {}
+const count = (kind: string, status: number) => {
+  const counts = (byKind[kind] ??= {})
+  counts[status] = (counts[status] ?? 0) + 1
+}
+
+const successBody = (extra: string) => {
+  seq++
+  return `{${extra}"durationMs":${(seq * 7919) % 60_000},"output":"ok ${config.title} #${seq}: 12 files, 3.4 MB"}`
+}
+
+const successRequest: AcRequest = {
+  method: "POST",
+  setupRequest: (request) => {
+    request.path = `/api/ping/${nextMonitor()}/success`
+    request.body = successBody("")
+    return request
+  },
+  onResponse: (status) => count("success", status)
+}
+
+const pairRequests: Array<AcRequest> = [
+  {
+    method: "POST",
+    setupRequest: (request, context) => {
+      const monitor = nextMonitor()
+      context["monitor"] = monitor
+      delete context["runId"]
+      request.path = `/api/ping/${monitor}/start`
+      request.body = undefined
+      return request
+    },
+    onResponse: (status, body, context) => {
+      count("start", status)
+      if (status === 200) {
+        try {
+          context["runId"] = (JSON.parse(body) as { runId?: string }).runId
+        } catch {
+          // no run id: the success below is skipped (autocannon restarts from the start)
+        }
+      }
+    }
+  },
+  {
+    method: "POST",
+    setupRequest: (request, context) => {
+      const runId = context["runId"]
+      // The start was not acknowledged: begin a new pair (autocannon counts this as a reset).
+      if (typeof runId !== "string") return null
+      request.path = `/api/ping/${String(context["monitor"])}/success`
+      request.body = successBody(`"runId":"${runId}",`)
+      return request
+    },
+    onResponse: (status) => count("success", status)
+  }
+]
+
+// Exact latencies of every answer, in ms; requests actually written to a socket.
+const latencies: Array<number> = []
+let sent = 0
+let lateSends = 0
+let maxLagMs = 0
+
+const even = config.rate?.pacing === "even" ? config.rate.perSecond : undefined
+
+/**
+ * Even pacing: each connection sends one request every `connections / rate` seconds from a random
+ * phase. When an answer comes after the next request was due, that request goes at once and its
+ * latency still counts from when it was due (no coordinated omission).
+ */
+const setupClient = (client: AcClient) => {
+  // Registered before the client's first request (autocannon's own count guesses the first ones).
+  client.on("request", () => {
+    sent++
+  })
+  if (even === undefined) {
+    client.on("response", (_status, _bytes, responseTime) => {
+      latencies.push(responseTime)
+    })
+    return
+  }
+  const intervalMs = (1000 * config.connections) / even
+  const send = Object.getPrototypeOf(client)._doRequest as () => void
+  client.rate = 0 // autocannon's own per-second limiter stays off: the override below paces
+  let due = performance.now() + Math.random() * intervalMs
+  let dueOfInFlight = 0
+  let timer: NodeJS.Timeout | undefined
+  client.on("response", () => {
+    latencies.push(performance.now() - dueOfInFlight)
+  })
+  client._doRequest = function(this: AcClient) {
+    if (this.destroyed || timer !== undefined) return
+    const now = performance.now()
+    if (now < due) {
+      timer = setTimeout(() => {
+        timer = undefined
+        this._doRequest()
+      }, due - now)
+      return
+    }
+    const lag = now - due
+    if (lag > 1) lateSends++
+    if (lag > maxLagMs) maxLagMs = lag
+    dueOfInFlight = due
+    due += intervalMs
+    send.call(this)
+  }
+}
+
+const summarize = (values: Array<number>): LatencySummary => {
+  const sorted = Float64Array.from(values).sort()
+  const at = (q: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!)
+  let sum = 0
+  for (const v of sorted) sum += v
+  const round = (v: number) => Math.round(v * 100) / 100
+  return {
+    count: sorted.length,
+    mean: round(sorted.length === 0 ? 0 : sum / sorted.length),
+    p50: round(at(0.5)),
+    p90: round(at(0.9)),
+    p99: round(at(0.99)),
+    p999: round(at(0.999)),
+    max: round(sorted.length === 0 ? 0 : sorted[sorted.length - 1]!)
+  }
+}
+
+const cpuBefore = process.cpuUsage()
+const result = await autocannon({
+  url: config.url,
+  connections: config.connections,
+  duration: config.seconds,
+  pipelining: 1,
+  headers: { authorization: `Bearer ${config.token}`, "content-type": "application/json" },
+  requests: config.mode === "pairs" ? pairRequests : [successRequest],
+  setupClient,
+  ...(config.rate?.pacing === "autocannon"
+    ? {
+      overallRate: config.rate.perSecond,
+      // autocannon's correction uses ceil(1 / rate) as the expected interval in ms (seconds and
+      // milliseconds mixed up), which adds a fake sample per millisecond of every answer: off.
+      ignoreCoordinatedOmission: true
+    }
+    : {})
+})
+
+const cpu = process.cpuUsage(cpuBefore)
+
+const statusCodes: Record<string, number> = {}
+for (const [code, stats] of Object.entries(result.statusCodeStats)) statusCodes[code] = stats.count
+
+const out: DriverResult = {
+  title: config.title,
+  mode: config.mode,
+  connections: config.connections,
+  duration: result.duration,
+  count2xx: result["2xx"],
+  non2xx: result.non2xx,
+  statusCodes,
+  byKind,
+  sent,
+  errors: result.errors,
+  timeouts: result.timeouts,
+  resets: result.resets,
+  rps: Math.round(result["2xx"] / result.duration),
+  latency: summarize(latencies),
+  autocannonLatency: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
+  driverCpuUs: cpu.user + cpu.system,
+  ...(config.rate === undefined
+    ? {}
+    : { pacing: { perSecond: config.rate.perSecond, pacing: config.rate.pacing, lateSends, maxLagMs: Math.round(maxLagMs * 100) / 100 } })
+}
+process.stdout.write(`${JSON.stringify(out)}\n`)
+process.exit(0)

@@ -1,0 +1,362 @@
+import { describe, expect, it } from "@effect/vitest"
+import { FastCheck } from "effect"
+import { redact, REDACTED } from "../../src/Pings/Redact.js"
+
+const R = REDACTED
+
+/** [input, exact expected output]. */
+const redacted: Record<string, Array<[string, string]>> = {
+  "password assignments": [
+    ["password=hunter2", `password=${R}`],
+    ["PASSWORD=hunter2", `PASSWORD=${R}`],
+    ["DB_PASSWORD=s3cr3t!", `DB_PASSWORD=${R}`],
+    ["MYSQL_ROOT_PASSWORD=root", `MYSQL_ROOT_PASSWORD=${R}`],
+    ["PGPASSWORD=abc psql -h db -U app", `PGPASSWORD=${R} psql -h db -U app`],
+    ["export DB_PASSWORD=hunter2", `export DB_PASSWORD=${R}`],
+    ["export DB_PASSWORD='hunter 2'", `export DB_PASSWORD='${R}'`],
+    ["export DB_PASSWORD=\"hunter 2\"", `export DB_PASSWORD="${R}"`],
+    ["+ DB_PASSWORD=x ./backup.sh", `+ DB_PASSWORD=${R} ./backup.sh`],
+    ["password: hunter2", `password: ${R}`],
+    ["  password: \"hunter2\"", `  password: "${R}"`],
+    ["password : hunter2", `password : ${R}`],
+    ["password = hunter2", `password = ${R}`],
+    ["password:hunter2", `password:${R}`],
+    ["{\"password\": \"hunter2\", \"user\": \"bob\"}", `{"password": "${R}", "user": "bob"}`],
+    ["{\"password\":\"hun\\\"ter2\"}", `{"password":"${R}"}`],
+    ["{\\\"password\\\":\\\"hunter2\\\"}", `{\\"password\\":\\"${R}\\"}`],
+    ["{'password': 'hunter2'}", `{'password': '${R}'}`],
+    ["'password' => 'hunter2',", `'password' => '${R}',`],
+    ["password := \"hunter2\"", `password := "${R}"`],
+    ["User{name=bob, password=hunter2}", `User{name=bob, password=${R}}`],
+    ["login(user=bob, password=hunter2)", `login(user=bob, password=${R})`],
+    ["?user=bob&password=hunter2&next=/", `?user=bob&password=${R}&next=/`],
+    ["Server=db;User Id=app;Password=hunter2;Database=prod", `Server=db;User Id=app;Password=${R};Database=prod`],
+    ["opts=--password=hunter2", `opts=--password=${R}`],
+    ["--password=hunter2", `--password=${R}`],
+    ["mysqldump --password hunter2 --all", `mysqldump --password ${R} --all`],
+    ["tool --db-password \"two words\" -v", `tool --db-password "${R}" -v`],
+    ["spring.datasource.password=hunter2", `spring.datasource.password=${R}`],
+    ["-Djavax.net.ssl.keyStorePassword=changeit", `-Djavax.net.ssl.keyStorePassword=${R}`],
+    ["userPassword: hunter2", `userPassword: ${R}`],
+    ["passwd=hunter2", `passwd=${R}`],
+    ["passphrase: correct-horse", `passphrase: ${R}`],
+    ["SMTP_PASS=hunter2", `SMTP_PASS=${R}`],
+    ["pass=hunter2", `pass=${R}`],
+    ["openssl enc -k pass:hunter2", `openssl enc -k pass:${R}`],
+    ["--pass hunter2", `--pass ${R}`],
+    ["MYSQL_PWD=hunter2", `MYSQL_PWD=${R}`],
+    ["--pwd=hunter2", `--pwd=${R}`],
+    ["<password>hunter2</password>", `<password>${R}</password>`],
+    ["password=p@ss:w0rd/with+chars", `password=${R}`],
+    ["PASSWORD=${PASSWORD}", `PASSWORD=${R}}`]
+  ],
+  "API key and token assignments": [
+    ["api_key=abc123", `api_key=${R}`],
+    ["apikey=abc123", `apikey=${R}`],
+    ["APIKEY=abc123", `APIKEY=${R}`],
+    ["api-key: abc123", `api-key: ${R}`],
+    ["X-API-Key: abc123", `X-API-Key: ${R}`],
+    ["x-api-key: abc123", `x-api-key: ${R}`],
+    ["{\"X-API-KEY\":\"abc123\"}", `{"X-API-KEY":"${R}"}`],
+    ["apiKey: 'abc123'", `apiKey: '${R}'`],
+    ["OPENAI_API_KEY=sk-abc123", `OPENAI_API_KEY=${R}`],
+    ["--api-key abc123", `--api-key ${R}`],
+    ["access_token=abc123", `access_token=${R}`],
+    ["auth_token=abc123", `auth_token=${R}`],
+    ["accessToken: abc123", `accessToken: ${R}`],
+    ["token=abc123", `token=${R}`],
+    ["Token: abc123", `Token: ${R}`],
+    ["GITHUB_TOKEN=ghp_abc123", `GITHUB_TOKEN=${R}`],
+    ["X-Auth-Token: abc123", `X-Auth-Token: ${R}`],
+    ["//registry.npmjs.org/:_authToken=npm_abc123", `//registry.npmjs.org/:_authToken=${R}`],
+    ["ngrok config add-authtoken=abc123", `ngrok config add-authtoken=${R}`],
+    ["client_secret=abc123", `client_secret=${R}`],
+    ["clientSecret: abc123", `clientSecret: ${R}`],
+    ["JWT_SECRET=abc123", `JWT_SECRET=${R}`],
+    ["secret=abc123", `secret=${R}`],
+    ["SECRET_KEY=abc123", `SECRET_KEY=${R}`],
+    ["secret_key_base: abc123", `secret_key_base: ${R}`],
+    ["RAILS_MASTER_KEY=abc123", `RAILS_MASTER_KEY=${R}`],
+    ["ENCRYPTION_KEY=abc123", `ENCRYPTION_KEY=${R}`],
+    ["token: Bearer abc123", `token: Bearer ${R}`]
+  ],
+  "bearer tokens and Authorization headers": [
+    ["Authorization: Bearer xyz", `Authorization: Bearer ${R}`],
+    ["authorization: bearer xyz", `authorization: bearer ${R}`],
+    ["> Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig\n> Accept: */*", `> Authorization: Bearer ${R}\n> Accept: */*`],
+    ["curl -H 'Authorization: Bearer xyz' https://api.example.com", `curl -H 'Authorization: Bearer ${R}' https://api.example.com`],
+    ["curl -H \"Authorization: Bearer xyz\" -X POST", `curl -H "Authorization: Bearer ${R}" -X POST`],
+    ["{\"Authorization\": \"Bearer xyz\"}", `{"Authorization": "Bearer ${R}"}`],
+    ["{'Authorization': 'Bearer xyz'}", `{'Authorization': 'Bearer ${R}'}`],
+    ["Authorization: Basic dXNlcjpwYXNz", `Authorization: Basic ${R}`],
+    ["Authorization: token ghp_abc123", `Authorization: token ${R}`],
+    ["Authorization: xyz", `Authorization: ${R}`],
+    ["Authorization: Digest username=\"bob\", response=\"6629fae4\"", `Authorization: Digest ${R}`],
+    ["Proxy-Authorization: Basic dXNlcjpwYXNz", `Proxy-Authorization: Basic ${R}`],
+    ["bearer xyz", `bearer ${R}`],
+    ["Bearer xyz", `Bearer ${R}`],
+    ["calling with Bearer abc.def-ghi_123 now", `calling with Bearer ${R} now`],
+    ["Authorization: Bearer abc (expires in 3600s)", `Authorization: Bearer ${R} (expires in 3600s)`],
+    ["Authorization: OAuth oauth_token=\"x\", oauth_signature=\"y\"", `Authorization: OAuth ${R}`],
+    ["{\"token\": \"Bearer abc\"}", `{"token": "Bearer ${R}"}`]
+  ],
+  "cloud secret access keys": [
+    ["aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCY", `aws_secret_access_key = ${R}`],
+    ["AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCY", `AWS_SECRET_ACCESS_KEY=${R}`],
+    ["AWS_SESSION_TOKEN=FwoGZXIvYXdzE", `AWS_SESSION_TOKEN=${R}`],
+    ["x-amz-security-token: FwoGZXIvYXdzE", `x-amz-security-token: ${R}`],
+    ["AZURE_CLIENT_SECRET=abc~123", `AZURE_CLIENT_SECRET=${R}`],
+    [
+      "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=abc+def==;EndpointSuffix=core.windows.net",
+      `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${R};EndpointSuffix=core.windows.net`
+    ],
+    ["Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey=abc=", `Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey=${R}`],
+    ["GOOGLE_API_KEY=AIzaSyabc", `GOOGLE_API_KEY=${R}`],
+    ["GOOGLE_CLIENT_SECRET=GOCSPX-abc", `GOOGLE_CLIENT_SECRET=${R}`],
+    ["DIGITALOCEAN_ACCESS_TOKEN=dop_v1_abc", `DIGITALOCEAN_ACCESS_TOKEN=${R}`]
+  ],
+  "private key blocks": [
+    ["-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc==\n-----END RSA PRIVATE KEY-----", R],
+    ["key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----\ndone", `key:\n${R}\ndone`],
+    ["-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----", R],
+    ["-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n", `${R}\n`],
+    ["-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----", R],
+    ["-----BEGIN DSA PRIVATE KEY-----\r\nMIIB\r\n-----END DSA PRIVATE KEY-----\r\n", `${R}\r\n`],
+    ["-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOY\n-----END PGP PRIVATE KEY BLOCK-----", R],
+    ["a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nb\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\nc", `a\n${R}\nb\n${R}\nc`],
+    ["before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\ncut off here", `before\n${R}`],
+    [
+      "{\"type\": \"service_account\", \"private_key\": \"-----BEGIN PRIVATE KEY-----\\nMIIEvQ\\n-----END PRIVATE KEY-----\\n\", \"client_email\": \"a@b.iam\"}",
+      `{"type": "service_account", "private_key": "${R}", "client_email": "a@b.iam"}`
+    ]
+  ],
+  "URLs with credentials": [
+    ["postgres://user:pass@host/db", `postgres://user:${R}@host/db`],
+    ["DATABASE_URL=postgres://app:hunter2@db.internal:5432/prod", `DATABASE_URL=postgres://app:${R}@db.internal:5432/prod`],
+    ["redis://:hunter2@cache:6379/0", `redis://:${R}@cache:6379/0`],
+    ["mysql://root:p@ss@db/app", `mysql://root:${R}@db/app`],
+    ["mongodb+srv://admin:hunter2@cluster0.mongodb.net/?retryWrites=true", `mongodb+srv://admin:${R}@cluster0.mongodb.net/?retryWrites=true`],
+    ["git clone https://x-access-token:ghp_abc@github.com/o/r.git", `git clone https://x-access-token:${R}@github.com/o/r.git`],
+    ["amqp://guest:guest@rabbit//", `amqp://guest:${R}@rabbit//`]
+  ],
+  "several secrets in one output": [
+    [
+      "+ export DB_PASSWORD=hunter2\n+ curl -H 'Authorization: Bearer abc' https://u:p@x.io/\nok: uploaded 3 files\n",
+      `+ export DB_PASSWORD=${R}\n+ curl -H 'Authorization: Bearer ${R}' https://u:${R}@x.io/\nok: uploaded 3 files\n`
+    ],
+    ["a=1 password=x b=2 token=y c=3", `a=1 password=${R} b=2 token=${R} c=3`]
+  ]
+}
+
+/** Ordinary output that must come back unchanged. */
+const unchanged: Record<string, Array<string>> = {
+  "prose about secrets": [
+    "password reset email sent to 3 users",
+    "the key was rotated",
+    "Passwords: 0 expired",
+    "token bucket refilled",
+    "Enter password:",
+    "psql: error: FATAL:  password authentication failed for user \"app\"",
+    "my password is not in this log",
+    "secrets rotated: 4",
+    "Bearer of bad news",
+    "the bearer token expired",
+    "Bearer authentication failed",
+    "Bearer",
+    "WWW-Authenticate: Bearer realm=\"api\", error=\"invalid_token\""
+  ],
+  "keys that are not secrets": [
+    "tokens=5",
+    "max_tokens=100",
+    "token_type=bearer",
+    "token_count: 12",
+    "tokenizer=bert-base",
+    "TOKEN_URL=https://auth.example.com/token",
+    "password_file=/run/secrets/db",
+    "PASSWORD_FILE=/run/secrets/db",
+    "secret_name=prod-db",
+    "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+    "key=value",
+    "keys: 3",
+    "PWD=/home/app",
+    "OLDPWD=/",
+    "pwd: /tmp",
+    "compass=north bypass=1",
+    "--- PASS: TestLogin (0.01s)",
+    "PASS: test_suite",
+    "pass: 10 fail: 0"
+  ],
+  "empty values, references and comparisons": [
+    "password=",
+    "password: \nnext: 1",
+    "password=\"\"",
+    "{\"password\": \"\"}",
+    "{\"password\": {\"value\": null}}",
+    "echo ${DB_PASSWORD}",
+    "if password == expected",
+    "--password --verbose",
+    "--password"
+  ],
+  "URLs and keys without credentials": [
+    "https://example.com/path?q=1#frag",
+    "postgres://user@host/db",
+    "http://localhost:8080/health",
+    "git@github.com:org/repo.git",
+    "ssh://git@github.com/org/repo",
+    "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----",
+    "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+    "ssh-rsa AAAAB3NzaC1yc2E user@host"
+  ],
+  "already redacted": [
+    "",
+    R,
+    `password=${R}`,
+    `Authorization: Bearer ${R}`,
+    `postgres://user:${R}@host/db`,
+    `{"password": "${R}"}`
+  ]
+}
+
+describe("redact", () => {
+  for (const [group, cases] of Object.entries(redacted)) {
+    describe(group, () => {
+      it.each(cases)("%j", (input, expected) => {
+        expect(redact(input)).toBe(expected)
+        expect(redact(expected)).toBe(expected)
+      })
+    })
+  }
+
+  for (const [group, cases] of Object.entries(unchanged)) {
+    describe(`leaves alone: ${group}`, () => {
+      it.each(cases)("%j", (input) => {
+        expect(redact(input)).toBe(input)
+      })
+    })
+  }
+
+  // Inputs on which earlier versions were not idempotent (found by the properties below).
+  it.each([
+    "password=\"Bearer \\\"",
+    "//secret:x-api-key:`xyz@",
+    "https:postgres://x-api-keyof[.Authorization::`@",
+    `Bearer --password ${R}Authorization: token`,
+    "postgres://;token::@-----BEGIN PRIVATE KEY-----"
+  ])("is idempotent on %j", (input) => {
+    const once = redact(input)
+    expect(once).not.toBe(input)
+    expect(redact(once)).toBe(once)
+  })
+
+  it("keeps the key's own spelling and the surrounding text byte for byte", () => {
+    const input = "step 3/4\n\tDB_Password = 'x' # from vault\n"
+    expect(redact(input)).toBe(`step 3/4\n\tDB_Password = '${R}' # from vault\n`)
+  })
+
+  describe("finishes quickly on adversarial input of 1 MiB", () => {
+    const MiB = 1024 * 1024
+    const times = (unit: string) => Math.ceil(MiB / unit.length)
+    const fill = (unit: string) => unit.repeat(times(unit))
+    // Compares without printing a mebibyte when it fails.
+    const same = (actual: string, expected: string) => {
+      if (actual === expected) return
+      let at = 0
+      while (actual[at] === expected[at]) at++
+      const near = (text: string) => JSON.stringify(text.slice(Math.max(0, at - 30), at + 30))
+      throw new Error(`differs at ${at} of ${expected.length}: ${near(actual)} instead of ${near(expected)}`)
+    }
+    const cases: Array<[string, string, (out: string) => void]> = [
+      ["a run of 'password'", fill("password"), (out) => same(out, fill("password"))],
+      ["a run of 'a='", fill("a="), (out) => same(out, fill("a="))],
+      ["a run of 'a:'", fill("a:"), (out) => same(out, fill("a:"))],
+      ["a run of 'password='", fill("password="), (out) => same(out, `password=${R}`)],
+      ["a run of 'password=x '", fill("password=x "), (out) => same(out, `password=${R} `.repeat(times("password=x ")))],
+      ["a run of 'password=\"'", fill("password=\""), (out) => expect(/^(password="\*{3}REDACTED\*{3}")+(password=")?$/.test(out)).toBe(true)],
+      ["a run of quotes", fill("\""), (out) => same(out, fill("\""))],
+      ["a run of '--password '", fill("--password "), (out) => same(out, fill("--password "))],
+      ["a run of \"'Authorization: x\"", fill("'Authorization: x"), (out) => expect(out.includes(": x")).toBe(false)],
+      ["a run of 'token=***REDACTED***<'", fill(`token=${R}<`), (out) => same(out, fill(`token=${R}<`))],
+      ["a run of 'bearer '", fill("bearer "), (out) => expect(out.includes("bearer bearer")).toBe(false)],
+      ["a run of 'Bearer of '", fill("Bearer of "), (out) => same(out, fill("Bearer of "))],
+      ["a run of '//u:a'", fill("//u:a"), (out) => same(out, fill("//u:a"))],
+      ["one URL without '@'", "x://u:" + fill("a"), (out) => same(out, "x://u:" + fill("a"))],
+      ["a run of BEGIN lines", fill("-----BEGIN RSA PRIVATE KEY-----"), (out) => same(out, R)],
+      ["a run of '-----BEGIN '", fill("-----BEGIN "), (out) => same(out, fill("-----BEGIN "))],
+      ["a run of '<password>'", fill("<password>"), (out) => same(out, fill("<password>"))],
+      ["one key and 1 MiB of blanks", "password" + fill(" "), (out) => same(out, "password" + fill(" "))],
+      ["one 1 MiB key in capitals", fill("PASSWORD") + "=x", (out) => same(out, fill("PASSWORD") + "=x")],
+      ["one 1 MiB bearer token of dots", "bearer " + fill("."), (out) => same(out, "bearer " + fill("."))],
+      ["one 1 MiB XML element name", `<${fill("password")}>x</${fill("password")}>`, (out) => same(out, `<${fill("password")}>x</${fill("password")}>`)]
+    ]
+    it.each(cases)("%s", (_name, input, check) => {
+      const out = redact(input)
+      check(out)
+      same(redact(out), out)
+    }, 20_000)
+  })
+
+  describe("properties", () => {
+    const fragments = FastCheck.constantFrom(
+      "password", "PASSWORD", "pass", "pwd", "DB_", "PG", "token", "secret", "x-api-key", "apiKey",
+      "Authorization", "Bearer ", "bearer", "Basic ", "of", "=", ":", "=>", ":=", " ", "\t", "\n",
+      "\"", "'", "`", "\\", "\\\"", "--", "-", "_", ".", "//", "@", "/", "?", "#", "<", ">", "{", "}",
+      "[", "]", "(", ")", ",", ";", "&", "*", R, "abc123", "S3CR3T42", "postgres://", "<password>",
+      "</password>", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+    )
+    const secretLooking = FastCheck.array(fragments, { maxLength: 40 }).map((parts) => parts.join(""))
+
+    it.prop("is idempotent on arbitrary strings", [FastCheck.string({ unit: "binary", maxLength: 300 })], ([text]) => {
+      const once = redact(text)
+      expect(redact(once)).toBe(once)
+    }, { fastCheck: { numRuns: 2000 } })
+
+    it.prop("is idempotent on strings built from secret-looking fragments", [secretLooking], ([text]) => {
+      const once = redact(text)
+      expect(redact(once)).toBe(once)
+    }, { fastCheck: { numRuns: 20_000 } })
+
+    // Digits, blanks, punctuation (no '@', so no URL credentials) and the letters x, y, z cannot
+    // spell a key, a scheme or a PEM line.
+    const harmless = FastCheck.string({
+      unit: FastCheck.constantFrom(..."0123456789 \t\n\r!\"#$%&'()*+,-./:;<=>?[\\]^_`{|}~xyzXYZ"),
+      maxLength: 300
+    })
+
+    it.prop("returns text without any secret unchanged", [harmless], ([text]) => {
+      expect(redact(text)).toBe(text)
+    }, { fastCheck: { numRuns: 2000 } })
+
+    const forms: Array<[string, string]> = [
+      ["password=", ""],
+      ["password: ", ""],
+      ["\"password\": \"", "\""],
+      ["export DB_PASSWORD='", "'"],
+      ["--password ", ""],
+      ["token=", ""],
+      ["x-api-key: ", ""],
+      ["Authorization: Bearer ", ""],
+      ["bearer ", ""],
+      ["AWS_SECRET_ACCESS_KEY=", ""],
+      ["postgres://app:", "@db/prod"],
+      ["<password>", "</password>"],
+      ["-----BEGIN EC PRIVATE KEY-----\n", "\n-----END EC PRIVATE KEY-----"]
+    ]
+
+    it.prop(
+      "never leaves a secret value in the output",
+      [
+        FastCheck.array(FastCheck.string({ unit: "binary", maxLength: 40 }), { minLength: 1, maxLength: 5 }),
+        FastCheck.constantFrom(...forms),
+        FastCheck.nat(),
+        FastCheck.nat()
+      ],
+      ([chunks, [before, after], digits, where]) => {
+        const secret = `S3CR3T${digits}`
+        const at = where % (chunks.length + 1)
+        const text = [...chunks.slice(0, at), `${before}${secret}${after}`, ...chunks.slice(at)].join("\n")
+        expect(redact(text)).not.toContain(secret)
+      },
+      { fastCheck: { numRuns: 3000 } }
+    )
+  })
+})
