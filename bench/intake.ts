@@ -93,7 +93,7 @@ const describeResult = (r: DriverResult, cpu?: CpuCost) => {
   const errors = r.errors === 0 ? "" : `, ${r.errors} connection errors (${r.timeouts} timeouts)`
   const cost = cpu === undefined
     ? ""
-    : `; CPU µs/ping: server ${cpu.serverUs.toFixed(0)}${cpu.postgresUs === undefined ? "" : `, PostgreSQL backends ${cpu.postgresUs.toFixed(0)}`}, driver ${cpu.driverUs.toFixed(0)}; cores busy ${cpu.machineBusy === undefined ? "?" : `${(cpu.machineBusy * 100).toFixed(0)} %`}`
+    : `; CPU µs/ping: server ${cpu.serverUs.toFixed(0)}${cpu.postgresUs === undefined ? "" : `, PostgreSQL backends ${cpu.postgresUs.toFixed(0)}`}, driver ${cpu.driverUs.toFixed(0)}; cores busy ${cpu.machineBusy === undefined ? "?" : `${(cpu.machineBusy * 100).toFixed(0)} %`}${cpu.otherCores === undefined ? "" : `, other processes ${cpu.otherCores.toFixed(2)} cores`}`
   return `${r.rps} pings/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, 2xx ${r.count2xx}${non2xx}${errors}${cost}`
 }
 
@@ -146,12 +146,19 @@ const main = async (): Promise<number> => {
     })
     const after = sampleCpu([serverPid, ...backends])
     const requests = Math.max(1, result.sent)
+    const serverUs = cpuBetween(before, after, [serverPid])
+    const postgresUs = cpuBetween(before, after, backends)
+    const wallUs = (after.at - before.at) * 1000
+    const machineUs = before.machine === undefined || after.machine === undefined ? undefined : after.machine.busy - before.machine.busy
     const cpu: CpuCost | undefined = before.processes.has(serverPid) && after.processes.has(serverPid)
       ? {
-        serverUs: cpuBetween(before, after, [serverPid]) / requests,
-        postgresUs: target === "intake" && backends.length > 0 ? cpuBetween(before, after, backends) / requests : undefined,
+        serverUs: serverUs / requests,
+        postgresUs: target === "intake" && backends.length > 0 ? postgresUs / requests : undefined,
         driverUs: result.driverCpuUs / requests,
-        machineBusy: machineBusyBetween(before, after)
+        machineBusy: machineBusyBetween(before, after),
+        otherCores: machineUs === undefined || wallUs <= 0
+          ? undefined
+          : Math.max(0, machineUs - serverUs - postgresUs - result.driverCpuUs) / wallUs
       }
       : undefined
     return { result, cpu }
@@ -195,6 +202,8 @@ const main = async (): Promise<number> => {
     successRows.set(c, row)
     rows.push(row)
   }
+  // The fixed rate comes from a new driver process with new connections: warm those up first.
+  await intakePhase(`intake ${settings.rate}/s warm-up`, "success", settings.rateConnections, settings.warmupSeconds, { perSecond: settings.rate, pacing: "even" })
   const evenRate = await intakePhase(`intake ${settings.rate}/s`, "success", settings.rateConnections, settings.seconds, { perSecond: settings.rate, pacing: "even" })
   rows.push({ label: `intake: ${settings.rate}/s, even pacing`, target: "intake", ...evenRate })
   const burstRate = await intakePhase(`intake ${settings.rate}/s (autocannon overallRate)`, "success", settings.rateConnections, settings.seconds, {
@@ -207,6 +216,7 @@ const main = async (): Promise<number> => {
     rows.push({ label: "intake: start+success pairs", target: "intake", ...i, ratio: i.result.rps / bareRps.get(c)! })
   }
   const malformed = await db.malformedSuccessRows()
+  const incidents = await db.incidentCounts()
   await stopServer(bare)
   await stopServer(service)
 
@@ -221,9 +231,9 @@ const main = async (): Promise<number> => {
     detail: `${missing} of ${acknowledged.toLocaleString("en-US")} acknowledged pings (all phases, warm-up included) have no row`
   })
   checks.push({
-    name: "no rows beyond acknowledged + in-flight pings",
+    name: "no rows beyond the acknowledged pings",
     pass: unexplained === 0 && malformed === 0,
-    detail: `${unexplained} unexplained rows; ${malformed} SUCCESS rows without duration or finish time`
+    detail: `${unexplained} rows without an acknowledged (or, if any, still unanswered) ping; ${malformed} SUCCESS rows without duration or finish time`
   })
   for (const c of settings.connections) {
     const ratio = ratios.get(c)!
@@ -235,19 +245,35 @@ const main = async (): Promise<number> => {
   }
   const even = evenRate.result
   const delivered = even.rps / settings.rate
+  // Whole seconds only (the last one is cut short by the stop).
+  const seconds = even.perSecond.slice(0, Math.floor(settings.seconds)).filter((s) => s.count > 0)
+  const slowSeconds = seconds.filter((s) => s.p99 >= P99_TARGET_MS)
+  const worst = seconds.reduce((w, s, i) => (s.p99 > w.p99 ? { p99: s.p99, at: i } : w), { p99: 0, at: 0 })
+  const medianSecond = [...seconds.map((s) => s.p99)].sort((a, b) => a - b)[Math.floor(seconds.length / 2)] ?? 0
   checks.push({
     name: `p99 < ${P99_TARGET_MS} ms at ${settings.rate} pings/s`,
     pass: even.latency.p99 < P99_TARGET_MS && delivered >= RATE_DELIVERED && even.non2xx === 0,
-    detail: `even pacing over ${settings.rateConnections} connections, latency from the instant each ping was due: p50 ${even.latency.p50} ms, p99 ${even.latency.p99} ms, max ${even.latency.max} ms; delivered ${even.rps} pings/s (${(delivered * 100).toFixed(1)} %), ${even.pacing?.lateSends ?? 0} pings sent late`
+    detail: `even pacing over ${settings.rateConnections} connections, latency from the instant each ping was due: p50 ${even.latency.p50} ms, p99 ${even.latency.p99} ms, max ${even.latency.max} ms; delivered ${even.rps} pings/s (${(delivered * 100).toFixed(1)} %); p99 of each second: median ${medianSecond} ms, worst ${worst.p99} ms (second ${worst.at + 1}), ${slowSeconds.length} of ${seconds.length} seconds at or above ${P99_TARGET_MS} ms`
   })
   const burst = burstRate.result
   notes.push(
     `autocannon's own overallRate lets every connection send its per-second quota back to back at the start of each second, and measures from the actual send; at ${settings.rate}/s that gave p50 ${burst.latency.p50} ms, p99 ${burst.latency.p99} ms (${burst.rps} pings/s delivered). The p99 check uses even pacing.`
   )
+  if (incidents !== undefined) {
+    const total = Object.values(incidents).reduce((a, b) => a + b, 0)
+    notes.push(
+      total === 0
+        ? "The service raised no incidents during the run (each monitor's durations are steady)."
+        : `The service raised ${total} incidents during the run (${Object.entries(incidents).map(([t, n]) => `${t} ${n}`).join(", ")}): their writes are part of what was measured.`
+    )
+  }
   const totalNon2xx = rows.filter((r) => r.target === "intake").reduce((n, r) => n + r.result.non2xx, 0)
   notes.push(totalNon2xx === 0 ? "No non-2xx answers from the intake." : `${totalNon2xx} non-2xx answers from the intake (see the table).`)
+  const unanswered = accountings.reduce((n, a) => n + a.accounting.unanswered, 0)
   notes.push(
-    `"rows written" counts new rows in \`runs\`; pings in flight when the load stopped may be stored without their answer being counted, so rows may exceed the 2xx count by at most the unanswered pings (${accountings.map((a) => a.accounting.unanswered).join(", ")} per phase, warm-up first).`
+    unanswered === 0
+      ? `Each phase sends for its seconds, then waits for every answer: all ${acknowledged.toLocaleString("en-US")} pings sent were answered, so "rows written" must equal the acknowledged pings exactly (pairs: runs = acknowledged starts, closed = acknowledged successes).`
+      : `${unanswered} pings were still unanswered when a phase ended (${accountings.filter((a) => a.accounting.unanswered > 0).map((a) => `${a.label}: ${a.accounting.unanswered}`).join("; ")}); the service may have stored them, so for those phases rows may exceed the acknowledged pings by at most that many.`
   )
   if (background !== undefined) {
     notes.push(`Before the run the cores were ${(background * 100).toFixed(0)} % busy with other work; "cores busy" in the CPU table counts everything on the machine during each phase.`)

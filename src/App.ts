@@ -3,16 +3,40 @@ import { Tokens } from "./Auth/Tokens.js"
 import { BootstrapLive } from "./Bootstrap.js"
 import { AppConfigLive, type AppConfig } from "./Config.js"
 import { DatabaseLive } from "./Db/Database.js"
+import { StoragePoliciesLive } from "./Db/Policies.js"
 import { HttpServerLive, NoFastRoutes } from "./Http/Server.js"
 import { MonitorCache } from "./Monitors/MonitorCache.js"
 import { Monitors } from "./Monitors/Monitors.js"
 import { MonitorsRepo } from "./Monitors/MonitorsRepo.js"
 import { FastPingRoutes } from "./Pings/FastRoute.js"
 import { Intake } from "./Pings/Intake.js"
+import { Stats } from "./Stats/Stats.js"
+import { Incidents } from "./Incidents/Incidents.js"
+import { IncidentsRepo } from "./Incidents/IncidentsRepo.js"
+import { Events } from "./Events/Events.js"
+import { Engine, NoMaintenance } from "./Engine/Engine.js"
+import { IncidentRelayLive } from "./Incidents/Listener.js"
 
 /** The services behind the HTTP server, over a database; shared pieces are built once. */
-export const ServicesLive = Layer.mergeAll(Monitors.DefaultWithoutDependencies, Intake.DefaultWithoutDependencies).pipe(
-  Layer.provideMerge(Layer.mergeAll(Tokens.Default, MonitorCache.Default, MonitorsRepo.Default))
+const SharedLive = Layer.mergeAll(
+  Tokens.Default,
+  MonitorCache.Default,
+  MonitorsRepo.Default,
+  Events.Default,
+  IncidentsRepo.Default,
+  IncidentRelayLive,
+  NoMaintenance
+)
+
+export const ServicesLive = Layer.mergeAll(
+  Monitors.DefaultWithoutDependencies,
+  Intake.DefaultWithoutDependencies,
+  Stats.Default,
+  StoragePoliciesLive
+).pipe(
+  Layer.provideMerge(Engine.Default),
+  Layer.provideMerge(Incidents.DefaultWithoutDependencies),
+  Layer.provideMerge(SharedLive)
 )
 
 export interface AppOptions {

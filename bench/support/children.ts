@@ -90,6 +90,14 @@ export const onCleanup = (cleanup: () => Promise<void>): void => {
   cleanups.push(cleanup)
 }
 
+const say = (text: string) => {
+  try {
+    console.error(text)
+  } catch {
+    // stderr is gone
+  }
+}
+
 /** Synchronous last resort for processes not spawned here (embedded PostgreSQL), run at exit. */
 export const onExitKill = (kill: () => void): void => {
   lastResorts.push(kill)
@@ -117,19 +125,28 @@ export const cleanupAll = (): Promise<void> => {
 
 /** Ctrl-C, SIGTERM and crashes stop everything before the process exits. */
 export const installSignalHandlers = (): void => {
+  let stopping = false
   const stop = (reason: string, code: number) => {
-    console.error(`\n${reason}: stopping the benchmark's processes…`)
+    if (stopping) return
+    stopping = true
+    say(`\n${reason}: stopping the benchmark's processes…`)
     void cleanupAll().finally(() => process.exit(code))
+  }
+  // Output piped into `head` and closed early must not turn every later log line into an error.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code !== "EPIPE") stop(`output error (${error.message})`, 1)
+    })
   }
   process.once("SIGINT", () => stop("interrupted", 130))
   process.once("SIGTERM", () => stop("terminated", 143))
   process.once("SIGHUP", () => stop("hang-up", 129))
   process.on("uncaughtException", (error) => {
-    console.error(error)
+    say(String(error?.stack ?? error))
     stop("uncaught error", 1)
   })
   process.on("unhandledRejection", (error) => {
-    console.error(error)
+    say(String((error as Error)?.stack ?? error))
     stop("unhandled rejection", 1)
   })
   // Last resort when the process exits some other way: no async work is possible here.

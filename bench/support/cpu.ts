@@ -27,6 +27,43 @@ export const processCpuUs = (pid: number): number | undefined => {
   }
 }
 
+const statFields = (pid: number): Array<string> | undefined => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  } catch {
+    return undefined
+  }
+}
+
+/** The parent of a process (a PostgreSQL backend's parent is its postmaster). */
+export const parentPid = (pid: number): number | undefined => {
+  const fields = statFields(pid)
+  return fields === undefined ? undefined : Number(fields[1])
+}
+
+/**
+ * All CPU a PostgreSQL server has used so far, µs: the postmaster, its live children (backends,
+ * WAL writer, checkpointer, autovacuum, background workers) and, through the postmaster's
+ * children counters, the children that already exited (autovacuum workers come and go).
+ */
+export const postgresServerCpuUs = (postmaster: number): { total: number; live: Map<number, number> } | undefined => {
+  const own = statFields(postmaster)
+  if (own === undefined) return undefined
+  // utime, stime, cutime, cstime: fields 14–17 of /proc/<pid>/stat (11–14 after the name).
+  let total = (Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14])) * CLOCK_TICK_US
+  const live = new Map<number, number>()
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const fields = statFields(Number(entry))
+    if (fields === undefined || Number(fields[1]) !== postmaster) continue
+    const us = (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_US
+    live.set(Number(entry), us)
+    total += us
+  }
+  return { total, live }
+}
+
 /** Busy and total CPU time of the whole machine (all cores), µs. */
 export const machineCpuUs = (): { busy: number; total: number } | undefined => {
   try {

@@ -142,6 +142,14 @@ export class BenchDb {
     return r.rows.map((row) => Number(row.pid))
   }
 
+  /** Incidents by type, when the schema has them (the engine judges every run it is told about). */
+  async incidentCounts(): Promise<Record<string, number> | undefined> {
+    const exists = await this.client.query<{ t: string | null }>(`select to_regclass('incidents')::text as t`)
+    if (exists.rows[0]?.t == null) return undefined
+    const r = await this.client.query<{ type: string; n: string }>(`select type, count(*) as n from incidents group by type order by type`)
+    return Object.fromEntries(r.rows.map((row) => [row.type, Number(row.n)]))
+  }
+
   /** Rows that a success ping must have filled (duration and output). */
   async malformedSuccessRows(): Promise<number> {
     const r = await this.client.query<{ n: string }>(

@@ -50,10 +50,10 @@ if (ids.length === 0) throw new Error("no monitors to ping")
 
 // One rotation over the monitors shared by all connections: pings spread evenly.
 let cursor = Math.floor(Math.random() * ids.length)
-const nextMonitor = (): string => {
-  const id = ids[cursor]!
+const nextMonitor = (): number => {
+  const index = cursor
   cursor = cursor + 1 === ids.length ? 0 : cursor + 1
-  return id
+  return index
 }
 let seq = 0
 
@@ -63,16 +63,27 @@ const count = (kind: string, status: number) => {
   counts[status] = (counts[status] ?? 0) + 1
 }
 
-const successBody = (extra: string) => {
+/**
+ * Each monitor's job takes its own steady time (1 to 60 s) with a little jitter, as real jobs do:
+ * durations all over the place would make the service raise duration anomalies, and the benchmark
+ * would measure incidents instead of pings.
+ */
+const durationOf = (monitor: number) => {
+  const typical = 1000 + ((monitor * 7919) % 59_000)
+  return Math.round(typical * (0.97 + 0.06 * Math.random()))
+}
+
+const successBody = (monitor: number, extra: string) => {
   seq++
-  return `{${extra}"durationMs":${(seq * 7919) % 60_000},"output":"ok ${config.title} #${seq}: 12 files, 3.4 MB"}`
+  return `{${extra}"durationMs":${durationOf(monitor)},"output":"ok ${config.title} #${seq}: 12 files, 3.4 MB"}`
 }
 
 const successRequest: AcRequest = {
   method: "POST",
   setupRequest: (request) => {
-    request.path = `/api/ping/${nextMonitor()}/success`
-    request.body = successBody("")
+    const monitor = nextMonitor()
+    request.path = `/api/ping/${ids[monitor]}/success`
+    request.body = successBody(monitor, "")
     return request
   },
   onResponse: (status) => count("success", status)
@@ -85,7 +96,7 @@ const pairRequests: Array<AcRequest> = [
       const monitor = nextMonitor()
       context["monitor"] = monitor
       delete context["runId"]
-      request.path = `/api/ping/${monitor}/start`
+      request.path = `/api/ping/${ids[monitor]}/start`
       request.body = undefined
       return request
     },
@@ -106,38 +117,68 @@ const pairRequests: Array<AcRequest> = [
       const runId = context["runId"]
       // The start was not acknowledged: begin a new pair (autocannon counts this as a reset).
       if (typeof runId !== "string") return null
-      request.path = `/api/ping/${String(context["monitor"])}/success`
-      request.body = successBody(`"runId":"${runId}",`)
+      const monitor = context["monitor"] as number
+      request.path = `/api/ping/${ids[monitor]}/success`
+      request.body = successBody(monitor, `"runId":"${runId}",`)
       return request
     },
     onResponse: (status) => count("success", status)
   }
 ]
 
-// Exact latencies of every answer, in ms; requests actually written to a socket.
+// Exact latencies of every answer, in ms, also by second of the run (by when the request was sent,
+// or due); requests actually written to a socket.
 const latencies: Array<number> = []
+const bySecond: Array<Array<number>> = []
+let startedAt = 0
+let firstSendAt = 0
+let lastAnswerAt = 0
+/**
+ * Requests go out for `seconds`; then the connections stay open (autocannon runs one second
+ * longer) so that every request in flight gets its answer: the 2xx count is then exactly the
+ * pings the service acknowledged, with none left unanswered by the stop.
+ */
+let sendUntil = Number.POSITIVE_INFINITY
+const record = (sentAt: number, latency: number) => {
+  lastAnswerAt = performance.now()
+  latencies.push(latency)
+  const second = Math.max(0, Math.floor((sentAt - startedAt) / 1000))
+  ;(bySecond[second] ??= []).push(latency)
+}
 let sent = 0
 let lateSends = 0
 let maxLagMs = 0
 
 const even = config.rate?.pacing === "even" ? config.rate.perSecond : undefined
 
+const setupClient = (client: AcClient) => {
+  if (startedAt === 0) {
+    startedAt = performance.now()
+    sendUntil = startedAt + config.seconds * 1000
+  }
+  // Registered before the client's first request (autocannon's own count guesses the first ones).
+  client.on("request", () => {
+    if (sent++ === 0) firstSendAt = performance.now()
+  })
+  if (even === undefined) {
+    client.on("response", (_status, _bytes, responseTime) => {
+      record(performance.now() - responseTime, responseTime)
+    })
+  } else {
+    paceEvenly(client, even)
+  }
+  const next = client._doRequest
+  client._doRequest = function(this: AcClient) {
+    if (performance.now() < sendUntil) next.call(this)
+  }
+}
+
 /**
  * Even pacing: each connection sends one request every `connections / rate` seconds from a random
  * phase. When an answer comes after the next request was due, that request goes at once and its
  * latency still counts from when it was due (no coordinated omission).
  */
-const setupClient = (client: AcClient) => {
-  // Registered before the client's first request (autocannon's own count guesses the first ones).
-  client.on("request", () => {
-    sent++
-  })
-  if (even === undefined) {
-    client.on("response", (_status, _bytes, responseTime) => {
-      latencies.push(responseTime)
-    })
-    return
-  }
+const paceEvenly = (client: AcClient, even: number) => {
   const intervalMs = (1000 * config.connections) / even
   const send = Object.getPrototypeOf(client)._doRequest as () => void
   client.rate = 0 // autocannon's own per-second limiter stays off: the override below paces
@@ -145,7 +186,7 @@ const setupClient = (client: AcClient) => {
   let dueOfInFlight = 0
   let timer: NodeJS.Timeout | undefined
   client.on("response", () => {
-    latencies.push(performance.now() - dueOfInFlight)
+    record(dueOfInFlight, performance.now() - dueOfInFlight)
   })
   client._doRequest = function(this: AcClient) {
     if (this.destroyed || timer !== undefined) return
@@ -187,7 +228,7 @@ const cpuBefore = process.cpuUsage()
 const result = await autocannon({
   url: config.url,
   connections: config.connections,
-  duration: config.seconds,
+  duration: config.seconds + 1,
   pipelining: 1,
   headers: { authorization: `Bearer ${config.token}`, "content-type": "application/json" },
   requests: config.mode === "pairs" ? pairRequests : [successRequest],
@@ -203,6 +244,8 @@ const result = await autocannon({
 })
 
 const cpu = process.cpuUsage(cpuBefore)
+// From the first request sent to the last answer received.
+const activeSeconds = Math.max(0.001, (lastAnswerAt - firstSendAt) / 1000)
 
 const statusCodes: Record<string, number> = {}
 for (const [code, stats] of Object.entries(result.statusCodeStats)) statusCodes[code] = stats.count
@@ -211,7 +254,6 @@ const out: DriverResult = {
   title: config.title,
   mode: config.mode,
   connections: config.connections,
-  duration: result.duration,
   count2xx: result["2xx"],
   non2xx: result.non2xx,
   statusCodes,
@@ -220,8 +262,13 @@ const out: DriverResult = {
   errors: result.errors,
   timeouts: result.timeouts,
   resets: result.resets,
-  rps: Math.round(result["2xx"] / result.duration),
+  duration: Math.round(activeSeconds * 100) / 100,
+  rps: Math.round(result["2xx"] / activeSeconds),
   latency: summarize(latencies),
+  perSecond: Array.from(bySecond, (values) => {
+    const s = summarize(values ?? [])
+    return { count: s.count, p99: s.p99, max: s.max }
+  }),
   autocannonLatency: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
   driverCpuUs: cpu.user + cpu.system,
   ...(config.rate === undefined

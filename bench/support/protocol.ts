@@ -39,7 +39,7 @@ export interface DriverResult {
   readonly title: string
   readonly mode: LoadMode
   readonly connections: number
-  /** Measured length of the run, seconds. */
+  /** From the first request sent to the last answer received, seconds (requests go out for `seconds`). */
   readonly duration: number
   /** autocannon's exact counters. */
   readonly count2xx: number
@@ -55,6 +55,8 @@ export interface DriverResult {
   readonly rps: number
   /** Exact, from every answer (ms). With `even` pacing: from the instant each request was due. */
   readonly latency: LatencySummary
+  /** The same by second of the run (when each request was sent, or due): stalls show here. */
+  readonly perSecond: ReadonlyArray<{ readonly count: number; readonly p99: number; readonly max: number }>
   /** autocannon's own histogram (ms), for comparison. */
   readonly autocannonLatency: { readonly p50: number; readonly p99: number; readonly max: number }
   /** CPU time the driver process itself used during the run, µs (load generation has a cost too). */

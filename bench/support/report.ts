@@ -12,6 +12,8 @@ export interface CpuCost {
   readonly postgresUs: number | undefined
   readonly driverUs: number
   readonly machineBusy: number | undefined
+  /** CPU used meanwhile by every other process (other work, PostgreSQL's background processes), in cores. */
+  readonly otherCores: number | undefined
 }
 
 export interface PhaseRow {
@@ -65,7 +67,7 @@ const cells = (row: PhaseRow): Array<string> => {
   ]
 }
 
-const cpuColumns = ["phase", "conns", "server µs/ping", "PostgreSQL backends µs/ping", "driver µs/ping", "cores busy (all processes)"] as const
+const cpuColumns = ["phase", "conns", "server µs/ping", "PostgreSQL backends µs/ping", "driver µs/ping", "cores busy (all processes)", "other processes (cores)"] as const
 
 const cpuCells = (row: PhaseRow): Array<string> => {
   const c = row.cpu
@@ -75,7 +77,8 @@ const cpuCells = (row: PhaseRow): Array<string> => {
     c === undefined ? "–" : fmt(c.serverUs),
     c?.postgresUs === undefined ? "–" : fmt(c.postgresUs),
     c === undefined ? "–" : fmt(c.driverUs),
-    c?.machineBusy === undefined ? "–" : `${fmt(c.machineBusy * 100)} %`
+    c?.machineBusy === undefined ? "–" : `${fmt(c.machineBusy * 100)} %`,
+    c?.otherCores === undefined ? "–" : c.otherCores.toFixed(2)
   ]
 }
 
@@ -168,11 +171,21 @@ process (\`bench/support/driver.ts\`). The baseline is a bare \`node:http\` serv
 (\`bench/support/bare-server.ts\`) that reads the body and answers \`{"received":true,"runId":"<uuid>"}\`,
 measured in the same run with the same driver, connections and paths.
 
-Phases: success pings (\`{"durationMs": n, "output": "ok …"}\`, rotating over the monitors) at each
-connection count; a fixed rate of 5,000 pings/s; start/success pairs (the success carries the
-\`runId\` the start returned). After each phase the rows in \`runs\` are counted: every acknowledged
-ping must have its row (\`missing\` = acknowledged − stored), and no phase may store more rows than
-acknowledged plus still-in-flight pings. Non-2xx answers are shown, not hidden.
+Phases (success phases first: a success without \`runId\` closes an open run): a warm-up of each
+server; bare \`node:http\` and the intake alternately at each connection count, with success pings
+(\`{"durationMs": n, "output": "ok …"}\`, rotating over the monitors); a fixed rate of 5,000 pings/s,
+evenly paced over 256 connections with latency counted from the instant each ping was due (and, for
+comparison, autocannon's own \`overallRate\`, which sends each connection's quota in a burst at the
+start of every second); start/success pairs (the success carries the \`runId\` the start returned).
+Each phase sends for its seconds and then waits for every answer, so the rows it added to \`runs\`
+must equal its acknowledged pings exactly (pairs: new runs = acknowledged starts, newly closed runs
+= acknowledged successes). Non-2xx answers are shown, not hidden.
+
+Rates depend on everything else the cores are doing, so each phase also reports CPU time per ping
+from \`/proc\`: the server process (the service or the bare server), the PostgreSQL backends serving
+the service's connections, the load driver, and the CPU other processes used meanwhile. These
+costs move much less with the machine's load than the rates do (batches shrink and caches suffer
+on a crowded machine, so they do rise).
 
 Knobs (environment): \`BENCH_SECONDS\` (10), \`BENCH_CONNECTIONS\` (\`64,256\`), \`BENCH_RATE\` (5000),
 \`BENCH_RATE_CONNECTIONS\` (256), \`BENCH_WARMUP_SECONDS\` (3), \`BENCH_MONITORS\` (1000),

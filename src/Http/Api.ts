@@ -4,6 +4,9 @@ import { TokensApi } from "../Auth/Api.js"
 import { MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, ValidationError } from "../Domain/Errors.js"
 import { MonitorsApi } from "../Monitors/Api.js"
 import { PingsApi, RunsApi } from "../Pings/Api.js"
+import { StatsApi } from "../Stats/Api.js"
+import { IncidentsApi } from "../Incidents/Api.js"
+import { EventsApi } from "../Events/Api.js"
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
@@ -27,6 +30,9 @@ export class Api extends HttpApi.make("jobmon")
   .add(MonitorsApi)
   .add(PingsApi)
   .add(RunsApi)
+  .add(StatsApi)
+  .add(IncidentsApi)
+  .add(EventsApi)
   .addError(ValidationError)
   .addError(NotFound)
   .addError(MethodNotAllowed)

@@ -17,6 +17,9 @@ import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
 import { MAX_BODY_BYTES, ValidationError } from "../Domain/Errors.js"
 import { MonitorsHttpLive } from "../Monitors/Http.js"
+import { StatsHttpLive } from "../Stats/Http.js"
+import { IncidentsHttpLive } from "../Incidents/Http.js"
+import { EventsHttpLive } from "../Events/Http.js"
 import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { Api } from "./Api.js"
@@ -93,7 +96,7 @@ const finalHeaders = (response: HttpServerResponse.HttpServerResponse) => {
 }
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive]),
+  Layer.provide([HealthHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -1,21 +1,23 @@
+import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either } from "effect"
 import { NotFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { Engine } from "../Engine/Engine.js"
+import { Events } from "../Events/Events.js"
+import { changedMonitorFields, monitorCreated, monitorDeleted, monitorUpdated } from "../Events/Payloads.js"
 import type { CreateMonitorRequest, Monitor, UpdateMonitorRequest } from "./Api.js"
 import { MonitorCache } from "./MonitorCache.js"
+import { scheduleOf } from "./StoredSchedule.js"
 import { type MonitorRow, MonitorsRepo, type MonitorSettings } from "./MonitorsRepo.js"
 import { nextOccurrence, type Schedule, type ScheduleInput, validateSchedule } from "./Schedule.js"
 
 export const DEFAULT_GRACE_SECONDS = 60
 export const DEFAULT_MAX_OUTPUT_KB = 10
 
+export { scheduleOf }
+
 const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 
-export const scheduleOf = (row: Pick<MonitorRow, "schedule_type" | "schedule_expression" | "timezone">): Schedule => {
-  const parsed = validateSchedule({ type: row.schedule_type, expression: row.schedule_expression, timezone: row.timezone })
-  if (Either.isLeft(parsed)) throw new Error(`stored schedule is invalid: ${parsed.left.message}`)
-  return parsed.right
-}
 
 /** The first time a run is expected after `from`: the next cron occurrence, or from + interval. */
 export const firstExpected = (schedule: Schedule, from: number): Date | null => {
@@ -55,10 +57,13 @@ export const checkSchedule = (input: ScheduleInput, path = "schedule") =>
 const monitorNotFound = (id: string) => new NotFound({ message: `Monitor ${id} does not exist` })
 
 export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
-  dependencies: [MonitorsRepo.Default, MonitorCache.Default],
+  dependencies: [MonitorsRepo.Default, MonitorCache.Default, Events.Default, Engine.Default],
   effect: Effect.gen(function*() {
     const repo = yield* MonitorsRepo
     const cache = yield* MonitorCache
+    const sql = yield* SqlClient.SqlClient
+    const events = yield* Events
+    const engine = yield* Engine
 
     const find = (orgId: string, id: string) =>
       Effect.gen(function*() {
@@ -85,8 +90,15 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
           tags: input.tags ?? [],
           autoResolve: input.autoResolve ?? true
         }
-        const row = yield* repo.insert(orgId, settings, firstExpected(schedule, now), new Date(now))
+        // The change and its event commit together (docs/events.md).
+        const row = yield* sql.withTransaction(
+          Effect.tap(
+            repo.insert(orgId, settings, firstExpected(schedule, now), new Date(now)),
+            (row) => events.record(monitorCreated(orgId, toMonitor(row), now))
+          )
+        ).pipe(Effect.orDie)
         yield* cache.put(row)
+        yield* engine.upsert(row, now)
         return row
       })
 
@@ -114,9 +126,17 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
         const nextExpectedAt = scheduleChanged
           ? firstExpected(schedule, schedule.type === "interval" ? (current.last_ping_at?.getTime() ?? now) : now)
           : current.next_expected_at
-        const row = yield* repo.update(orgId, id, settings, nextExpectedAt, new Date(now))
+        const row = yield* sql.withTransaction(
+          Effect.tap(repo.update(orgId, id, settings, nextExpectedAt, new Date(now)), (row) => {
+            const changes = row === undefined ? [] : changedMonitorFields(toMonitor(current), toMonitor(row))
+            return row === undefined || changes.length === 0
+              ? Effect.void
+              : events.record(monitorUpdated(orgId, toMonitor(row), changes, now))
+          })
+        ).pipe(Effect.orDie)
         if (row === undefined) return yield* monitorNotFound(id)
         yield* cache.put(row)
+        yield* engine.upsert(row, now)
         return row
       })
 
@@ -126,18 +146,28 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
         const now = yield* Clock.currentTimeMillis
         // Resuming expects the next run from now on: what fell due while paused is not held against the job.
         const next = paused ? current.next_expected_at : firstExpected(scheduleOf(current), now)
-        const row = yield* repo.setPaused(orgId, id, paused, next, new Date(now))
+        const row = yield* sql.withTransaction(
+          Effect.tap(repo.setPaused(orgId, id, paused, next, new Date(now)), (row) =>
+            row === undefined || row.paused === current.paused
+              ? Effect.void
+              : events.record(monitorUpdated(orgId, toMonitor(row), ["paused"], now)))
+        ).pipe(Effect.orDie)
         if (row === undefined) return yield* monitorNotFound(id)
+        yield* engine.upsert(row, now)
         return row
       })
 
     const remove = (orgId: string, id: string) =>
       Effect.gen(function*() {
-        yield* find(orgId, id)
+        const current = yield* find(orgId, id)
         const now = yield* Clock.currentTimeMillis
-        const deleted = yield* repo.softDelete(orgId, id, new Date(now))
+        const deleted = yield* sql.withTransaction(
+          Effect.tap(repo.softDelete(orgId, id, new Date(now)), (deleted) =>
+            deleted ? events.record(monitorDeleted(orgId, toMonitor(current), now)) : Effect.void)
+        ).pipe(Effect.orDie)
         if (!deleted) return yield* monitorNotFound(id)
         yield* cache.remove(id)
+        yield* engine.stop(id)
       })
 
     const page = (orgId: string, page: number, limit: number) => repo.page(orgId, (page - 1) * limit, limit)

@@ -95,7 +95,12 @@ export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/Monitor
     const setPaused = (orgId: string, id: string, paused: boolean, nextExpectedAt: Date | null, now: Date) =>
       sql<MonitorRow>`
         update monitors set paused = ${paused}, updated_at = ${now},
-          next_expected_at = case when ${paused} then next_expected_at else ${nextExpectedAt} end
+          next_expected_at = case when ${paused} then next_expected_at else ${nextExpectedAt} end,
+          -- Resumed: the status the last run implies, until the engine judges again.
+          status = case when ${paused} or status <> 'PAUSED' then status
+                        when last_run_status = 'SUCCESS' then 'OK'
+                        when last_run_status = 'FAIL' then 'FAILING'
+                        else 'NEW' end
         where id = ${id} and org_id = ${orgId} and deleted_at is null
         returning ${cols}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie, Effect.withSpan("MonitorsRepo.setPaused"))
 

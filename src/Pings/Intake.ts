@@ -6,6 +6,7 @@ import { scopeAllows } from "../Auth/Token.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
 import { isUuid } from "../Domain/Ids.js"
+import { Engine } from "../Engine/Engine.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
 import { prepareOutput } from "./Output.js"
 import { type OpenRun, pair, type PingKind } from "./Pairing.js"
@@ -71,6 +72,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const config = yield* AppConfig
     const tokens = yield* Tokens
     const monitors = yield* MonitorCache
+    const engine = yield* Engine
     const database = yield* Database
     const sql = yield* SqlClient.SqlClient
     const clock = yield* Effect.clock
@@ -220,6 +222,28 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
         if (state.finished.length > FINISHED_MEMORY) state.finished.shift()
       }
       writer.write(row, (failure) => {
+        if (failure === undefined) {
+          // Committed: now the monitor's actor judges it.
+          engine.send(
+            info.id,
+            row.status === "RUNNING"
+              ? { _tag: "RunStarted", runId: row.id, at: row.startedAt }
+              : {
+                _tag: "RunFinished",
+                at: row.finishedAt ?? row.pingAt,
+                run: {
+                  id: row.id,
+                  status: row.status,
+                  startedAt: row.startedAt,
+                  finishedAt: row.finishedAt ?? row.pingAt,
+                  durationMs: row.durationMs,
+                  exitCode: row.exitCode,
+                  output: row.output,
+                  startInferred: row.startInferred
+                }
+              }
+          )
+        }
         if (failure !== undefined) {
           // Not stored, so not acknowledged: the client retries. The pairing is undone.
           if (row.status === "RUNNING") state.openRuns = state.openRuns.filter((r) => r.id !== row.id)

@@ -30,8 +30,13 @@ with input as (
 
 )
 -- Data-modifying CTEs always run to completion: the insert above happens in this same statement.
-update monitors m set last_ping_at = greatest(m.last_ping_at, p.at)
-from (select monitor_id, to_timestamp(max(ping_ms) / 1000.0) as at from input group by monitor_id) p
+update monitors m set last_ping_at = greatest(m.last_ping_at, p.at),
+  last_run_status = coalesce(p.last_status, m.last_run_status)
+from (
+  select monitor_id, to_timestamp(max(ping_ms) / 1000.0) as at,
+         (array_agg(status order by ping_ms desc) filter (where status <> 'RUNNING'))[1] as last_status
+  from input group by monitor_id
+) p
 where m.id = p.monitor_id`
 
 export type WriteCallback = (error: Error | undefined) => void

@@ -87,6 +87,29 @@ export const TestServer = (
     })
   )
 
+/**
+ * The app over an existing database (no database of its own): to stop a service and start it
+ * again on the same data within one test. Build it with Layer.build in a scope you close.
+ */
+export const AppOn = (databaseUrl: string, adminToken: string, overrides: Partial<AppConfigShape> = {}) =>
+  Layer.provideMerge(
+    Layer.effect(
+      TestApp,
+      Effect.map(ServerAddress, (address) => ({ baseUrl: address.url, databaseUrl, adminToken }))
+    ),
+    AppFromConfig(
+      AppConfigWith({
+        databaseUrl: Option.some(Redacted.make(databaseUrl)),
+        host: "127.0.0.1",
+        port: 0,
+        bootstrapToken: Option.some(Redacted.make(adminToken)),
+        ...overrides
+      })
+    )
+  ).pipe(Layer.provideMerge(FetchHttpClient.layer), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
+
+export const newAdminToken = () => `jmt_test_${randomBytes(18).toString("base64url")}`
+
 export interface ApiResponse {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>

@@ -1,0 +1,162 @@
+/**
+ * Duration statistics for the incident rules (docs/incident-rules.md, "ANOMALY").
+ *
+ * Pure: no services, no I/O, no clock. Every function takes the durations it judges.
+ *
+ * The duration rule works on ln(duration): job durations are positive and skewed (a job that
+ * usually takes 60 s sometimes takes 90 s, never −30 s), and ratios ("3× slower") are what
+ * people mean by "far off". Centre and spread are the median and the MAD of the log durations,
+ * so a few earlier outliers do not move them. The spread has a floor, so a job that always takes
+ * the same time does not flag on a few milliseconds of jitter.
+ */
+import type { Sla } from "./Model.js"
+import { MIN_RUNS_FOR_LEARNING } from "./Model.js"
+
+/** MAD × this estimates the standard deviation of a normal distribution. */
+export const MAD_SCALE = 1.4826
+/**
+ * Smallest spread of ln(duration) used as the unit of z: ln(1.25). With it a perfectly steady
+ * job is flagged only when a run takes more than 1.25^4 ≈ 2.44× (or less than 0.41×) its median.
+ */
+export const LOG_SPREAD_FLOOR = Math.log(1.25)
+/** |z| above this: ANOMALY with severity LOW. */
+export const Z_LOW = 4
+/** |z| above this: ANOMALY with severity MEDIUM ("far off"). */
+export const Z_MEDIUM = 8
+/**
+ * A run is only anomalous when it is also this far (ms) from the median: timer and scheduling
+ * noise of tens of milliseconds is not an anomaly of a 5 ms job.
+ */
+export const MIN_ABSOLUTE_DEVIATION_MS = 100
+/** Durations below 1 ms count as 1 ms (the logarithm of 0 is not a number). */
+export const MIN_DURATION_MS = 1
+/** An SLA breach is MEDIUM when the observed percentile is at least this many times the limit. */
+export const SLA_MEDIUM_FACTOR = 1.5
+
+// ---------------------------------------------------------------------------
+// Percentiles
+// ---------------------------------------------------------------------------
+
+/**
+ * Linear interpolation between closest ranks, as PostgreSQL `percentile_cont(p)`, over values
+ * already sorted ascending. Null when there are none.
+ */
+export const percentileOfSorted = (sorted: ArrayLike<number>, p: number): number | null => {
+  const n = sorted.length
+  if (n === 0) return null
+  if (n === 1) return sorted[0]!
+  const h = (n - 1) * Math.min(1, Math.max(0, p))
+  const lo = Math.floor(h)
+  const hi = Math.min(n - 1, lo + 1)
+  return sorted[lo]! + (h - lo) * (sorted[hi]! - sorted[lo]!)
+}
+
+const sortedCopy = (values: ReadonlyArray<number>): Float64Array => Float64Array.from(values).sort()
+
+/** `percentile_cont(p)` of unsorted values; null when there are none. */
+export const percentile = (values: ReadonlyArray<number>, p: number): number | null =>
+  percentileOfSorted(sortedCopy(values), p)
+
+/** The median (`percentile_cont(0.5)`); null when there are no values. */
+export const median = (values: ReadonlyArray<number>): number | null => percentile(values, 0.5)
+
+// ---------------------------------------------------------------------------
+// The duration rule
+// ---------------------------------------------------------------------------
+
+/** What the rule learned from a monitor's recent successful durations. */
+export interface DurationModel {
+  readonly sampleSize: number
+  /** Median of ln(duration). */
+  readonly medianLog: number
+  /** The unit of z: max(MAD_SCALE × MAD of ln(duration), LOG_SPREAD_FLOOR). */
+  readonly spread: number
+  /** Median duration in ms (percentile_cont(0.5) of the durations). */
+  readonly medianMs: number
+}
+
+const logOf = (ms: number): number => Math.log(Math.max(MIN_DURATION_MS, ms))
+
+/**
+ * Learns the distribution of recent successful durations; null while fewer than
+ * MIN_RUNS_FOR_LEARNING are known (no judgement yet).
+ */
+export const learnDurations = (durations: ReadonlyArray<number>): DurationModel | null => {
+  const n = durations.length
+  if (n < MIN_RUNS_FOR_LEARNING) return null
+  const logs = new Float64Array(n)
+  const raw = new Float64Array(n)
+  for (let i = 0; i < n; i++) {
+    raw[i] = durations[i]!
+    logs[i] = logOf(durations[i]!)
+  }
+  logs.sort()
+  raw.sort()
+  const medianLog = percentileOfSorted(logs, 0.5)!
+  for (let i = 0; i < n; i++) logs[i] = Math.abs(logs[i]! - medianLog)
+  logs.sort()
+  const mad = percentileOfSorted(logs, 0.5)!
+  return {
+    sampleSize: n,
+    medianLog,
+    spread: Math.max(MAD_SCALE * mad, LOG_SPREAD_FLOOR),
+    medianMs: percentileOfSorted(raw, 0.5)!
+  }
+}
+
+export type DurationVerdict =
+  | { readonly _tag: "Normal"; readonly z: number }
+  | {
+    readonly _tag: "Anomalous"
+    readonly direction: "slow" | "fast"
+    readonly severity: "LOW" | "MEDIUM"
+    readonly z: number
+  }
+
+/** z of a duration against a model: (ln d − median) / spread. */
+export const zScore = (model: DurationModel, durationMs: number): number =>
+  (logOf(durationMs) - model.medianLog) / model.spread
+
+/**
+ * Judges one duration against a model learned from the durations *before* it:
+ * anomalous when |z| > Z_LOW and the run is at least MIN_ABSOLUTE_DEVIATION_MS from the median.
+ */
+export const judgeDuration = (model: DurationModel, durationMs: number): DurationVerdict => {
+  const z = zScore(model, durationMs)
+  const far = Math.abs(Math.max(MIN_DURATION_MS, durationMs) - model.medianMs) >= MIN_ABSOLUTE_DEVIATION_MS
+  if (!far || !(Math.abs(z) > Z_LOW)) return { _tag: "Normal", z }
+  return {
+    _tag: "Anomalous",
+    direction: z > 0 ? "slow" : "fast",
+    severity: Math.abs(z) > Z_MEDIUM ? "MEDIUM" : "LOW",
+    z
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The SLA rule
+// ---------------------------------------------------------------------------
+
+export type SlaVerdict =
+  /** No SLA, or fewer than MIN_RUNS_FOR_LEARNING durations to judge it on. */
+  | { readonly _tag: "NotJudged" }
+  | { readonly _tag: "Met"; readonly observedMs: number }
+  | { readonly _tag: "Breached"; readonly observedMs: number; readonly severity: "LOW" | "MEDIUM" }
+
+const TARGET: Readonly<Record<Sla["durationTarget"], number>> = { p95: 0.95, p99: 0.99 }
+
+/**
+ * The SLA over recent successful durations (including the run being judged): breached when
+ * the target percentile is above maxDurationMs. observedMs is rounded to the nearest ms.
+ */
+export const checkSla = (durations: ReadonlyArray<number>, sla: Sla | null): SlaVerdict => {
+  if (sla === null || durations.length < MIN_RUNS_FOR_LEARNING) return { _tag: "NotJudged" }
+  const observed = percentile(durations, TARGET[sla.durationTarget])!
+  const observedMs = Math.round(observed)
+  if (!(observed > sla.maxDurationMs)) return { _tag: "Met", observedMs }
+  return {
+    _tag: "Breached",
+    observedMs,
+    severity: observed >= SLA_MEDIUM_FACTOR * sla.maxDurationMs ? "MEDIUM" : "LOW"
+  }
+}

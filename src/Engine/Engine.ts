@@ -1,0 +1,360 @@
+import { SqlClient } from "@effect/sql"
+import { type Cause, Clock, Context, Effect, Layer, Option, Queue, Runtime, Schedule } from "effect"
+import { Incidents } from "../Incidents/Incidents.js"
+import { IncidentRelay } from "../Incidents/Listener.js"
+import { scheduleOf } from "../Monitors/StoredSchedule.js"
+import type { MonitorRow } from "../Monitors/MonitorsRepo.js"
+import { DeadlineHeap } from "./Heap.js"
+import {
+  type ActiveIncident,
+  DURATION_MEMORY,
+  type EngineEffect,
+  type EngineEvent,
+  type MonitorConfig,
+  type MonitorState,
+  type OpenRunState
+} from "./Model.js"
+import { decide, initialState, nextDeadline } from "./Rules.js"
+
+/**
+ * The monitor actors. Each monitor is an actor: its state (MonitorState), a mailbox of events, and
+ * a deadline on the Clock. Messages to one actor are handled one at a time, in order; different
+ * actors run concurrently on a small pool of worker fibers, and one scheduler fiber sleeps until
+ * the earliest deadline of all actors. An idle actor costs a state object, not a fiber: a fiber per
+ * monitor measured 17 KB each here (1.7 GB for 100,000 monitors) against a 512 MB budget.
+ * `send(monitorId, event)` is the whole interface, so running actors as @effect/cluster entities
+ * later is a change of wiring.
+ */
+
+/** Whether a maintenance window covers a monitor at an instant. The maintenance module provides it. */
+export class MaintenanceCheck extends Context.Tag("jobmon/MaintenanceCheck")<
+  MaintenanceCheck,
+  { readonly inMaintenance: (monitorId: string, at: number) => boolean }
+>() {}
+
+/** Before maintenance windows exist, nothing is ever in maintenance. */
+export const NoMaintenance = Layer.succeed(MaintenanceCheck, { inMaintenance: () => false })
+
+interface Actor {
+  readonly id: string
+  state: MonitorState
+  durationsLoaded: boolean
+  readonly mailbox: Array<EngineEvent>
+  /** In the ready queue or being processed by a worker. */
+  busy: boolean
+  /** Bumped whenever the actor's deadline changes; stale heap entries are skipped. */
+  version: number
+  deadline: number | null
+  stopped: boolean
+}
+
+const WORKERS = 16
+
+export interface EngineStats {
+  processed: number
+  restarts: number
+  effects: number
+}
+
+const configOf = (row: MonitorRow): MonitorConfig => ({
+  id: row.id,
+  orgId: row.org_id,
+  name: row.name,
+  schedule: scheduleOf(row),
+  graceSeconds: row.grace_seconds,
+  maxRuntimeSeconds: row.max_runtime_seconds,
+  sla: row.sla,
+  autoResolve: row.auto_resolve,
+  paused: row.paused,
+  createdAt: row.created_at.getTime()
+})
+
+interface EngineRow extends MonitorRow {
+  readonly last_run_status: "SUCCESS" | "FAIL" | null
+}
+
+const monitorColumns = `id, org_id, name, schedule_type, schedule_expression, timezone, grace_seconds,
+  max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, paused, status,
+  health_score, last_ping_at, next_expected_at, created_at, updated_at, last_run_status`
+
+export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
+  scoped: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const incidents = yield* Incidents
+    const maintenance = yield* MaintenanceCheck
+    const actors = new Map<string, Actor>()
+    const heap = new DeadlineHeap()
+    const ready = yield* Queue.unbounded<Actor>()
+    const wake = yield* Queue.sliding<void>(1)
+    const stats: EngineStats = { processed: 0, restarts: 0, effects: 0 }
+    const runtime = yield* Effect.runtime<never>()
+    const ctx = { inMaintenance: (id: string, at: number) => maintenance.inMaintenance(id, at) }
+
+    // ---- loading actors from the database ---------------------------------------------------
+
+    const persistedFor = (
+      row: EngineRow,
+      openRuns: ReadonlyArray<OpenRunState>,
+      active: ReadonlyArray<ActiveIncident>
+    ) => ({
+      nextExpectedAt: row.next_expected_at?.getTime() ?? null,
+      lastPingAt: row.last_ping_at?.getTime() ?? null,
+      openRuns,
+      activeIncidents: active,
+      recentDurations: [] as ReadonlyArray<number>,
+      lastRunStatus: row.last_run_status
+    })
+
+    const loadOne = (id: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<EngineRow>`
+          select ${sql.literal(monitorColumns)} from monitors where id = ${id} and deleted_at is null`
+        const row = rows[0]
+        if (row === undefined) return undefined
+        const runs = yield* sql<{ id: string; started_at: Date; late: boolean }>`
+          select r.id, r.started_at,
+                 exists (select 1 from incidents i where i.run_id = r.id and i.type = 'LATE') as late
+          from runs r where r.monitor_id = ${id} and r.status = 'RUNNING'`
+        const active = yield* sql<{ type: ActiveIncident["type"]; status: ActiveIncident["status"]; run_id: string | null }>`
+          select type, status, run_id from incidents
+          where monitor_id = ${id} and status in ('OPEN', 'ACKNOWLEDGED')`
+        return initialState(
+          configOf(row),
+          persistedFor(
+            row,
+            runs.map((r) => ({ id: r.id, startedAt: r.started_at.getTime(), lateReported: r.late })),
+            active.map((a) => ({ type: a.type, status: a.status, runId: a.run_id }))
+          )
+        )
+      }).pipe(Effect.orDie)
+
+    const loadDurations = (actor: Actor) =>
+      sql<{ duration_ms: number }>`
+        select duration_ms from runs
+        where monitor_id = ${actor.id} and status = 'SUCCESS' and duration_ms is not null
+        order by started_at desc limit ${DURATION_MEMORY}`.pipe(
+        Effect.map((rows) => rows.map((r) => r.duration_ms).reverse()),
+        Effect.orDie
+      )
+
+    // ---- scheduling -------------------------------------------------------------------------
+
+    const reschedule = (actor: Actor) => {
+      const deadline = actor.stopped ? null : nextDeadline(actor.state)
+      if (deadline === actor.deadline) return
+      actor.deadline = deadline
+      actor.version++
+      if (deadline !== null) {
+        const top = heap.peek()
+        heap.push({ at: deadline, key: actor.id, version: actor.version })
+        if (top === undefined || deadline < top.at) Queue.unsafeOffer(wake, undefined)
+      }
+    }
+
+    const enqueue = (actor: Actor, event: EngineEvent) => {
+      if (actor.stopped) return
+      actor.mailbox.push(event)
+      if (!actor.busy) {
+        actor.busy = true
+        Queue.unsafeOffer(ready, actor)
+      }
+    }
+
+    const scheduler = Effect.gen(function*() {
+      for (;;) {
+        const now = yield* Clock.currentTimeMillis
+        let top = heap.peek()
+        while (top !== undefined && top.at <= now) {
+          heap.pop()
+          const actor = actors.get(top.key)
+          if (actor !== undefined && actor.version === top.version) {
+            actor.deadline = null
+            enqueue(actor, { _tag: "Tick", at: now })
+          }
+          top = heap.peek()
+        }
+        const wait = top === undefined ? 3_600_000 : Math.max(1, top.at - now)
+        yield* Effect.raceFirst(Effect.sleep(wait), Queue.take(wake))
+      }
+    })
+
+    // ---- carrying out effects -----------------------------------------------------------------
+
+    const retryPolicy = Schedule.exponential("200 millis").pipe(Schedule.compose(Schedule.recurs(5)))
+
+    const carryOut = (actor: Actor, effect: EngineEffect) => {
+      const config = actor.state.config
+      switch (effect._tag) {
+        case "RaiseIncident":
+          return incidents.raise({
+            orgId: config.orgId,
+            monitorId: config.id,
+            type: effect.type,
+            severity: effect.severity,
+            at: effect.at,
+            runId: effect.runId,
+            details: effect.details
+          })
+        case "ResolveIncidents":
+          return incidents.autoResolve({ monitorId: config.id, types: effect.types, at: effect.at, reason: effect.reason })
+        case "UpdateMonitor":
+          return sql`
+            update monitors set status = ${effect.status},
+              next_expected_at = ${effect.nextExpectedAt === null ? null : new Date(effect.nextExpectedAt)}
+            where id = ${config.id}`
+        case "Suppressed":
+          return Effect.logDebug(`monitor ${config.id}: ${effect.type} suppressed by maintenance`)
+      }
+    }
+
+    const handle = (actor: Actor, event: EngineEvent) =>
+      Effect.gen(function*() {
+        if (!actor.durationsLoaded && event._tag !== "ConfigChanged") {
+          const durations = yield* loadDurations(actor)
+          actor.state = { ...actor.state, recentDurations: durations }
+          actor.durationsLoaded = true
+        }
+        const decision = decide(actor.state, event, ctx)
+        actor.state = decision.state
+        for (const effect of decision.effects) {
+          yield* (carryOut(actor, effect) as Effect.Effect<unknown, unknown>).pipe(Effect.retry(retryPolicy))
+          stats.effects++
+        }
+        stats.processed++
+      })
+
+    /** A failing actor is rebuilt from the database; the others never notice. */
+    const restart = (actor: Actor, cause: Cause.Cause<unknown>) =>
+      Effect.gen(function*() {
+        stats.restarts++
+        yield* Effect.logError(`monitor actor ${actor.id} failed; rebuilding it from the database`, cause)
+        actor.mailbox.length = 0
+        const state = yield* loadOne(actor.id).pipe(Effect.catchAllCause(() => Effect.succeed(undefined)))
+        if (state === undefined) {
+          actor.stopped = true
+          actors.delete(actor.id)
+          return
+        }
+        actor.state = state
+        actor.durationsLoaded = false
+      })
+
+    const worker = Effect.gen(function*() {
+      for (;;) {
+        const actor = yield* Queue.take(ready)
+        while (actor.mailbox.length > 0 && !actor.stopped) {
+          const event = actor.mailbox.shift()!
+          yield* handle(actor, event).pipe(Effect.catchAllCause((cause) => restart(actor, cause)))
+        }
+        actor.busy = false
+        reschedule(actor)
+      }
+    })
+
+    // ---- start-up: every actor from the database ----------------------------------------------
+
+    const startedAt = yield* Clock.currentTimeMillis
+    const rows = yield* sql<EngineRow>`
+      select ${sql.literal(monitorColumns)} from monitors where deleted_at is null`.pipe(Effect.orDie)
+    const openRuns = yield* sql<{ id: string; monitor_id: string; started_at: Date; late: boolean }>`
+      select r.id, r.monitor_id, r.started_at,
+             exists (select 1 from incidents i where i.run_id = r.id and i.type = 'LATE') as late
+      from runs r where r.status = 'RUNNING'`.pipe(Effect.orDie)
+    const activeIncidents = yield* sql<{ monitor_id: string; type: ActiveIncident["type"]; status: ActiveIncident["status"]; run_id: string | null }>`
+      select monitor_id, type, status, run_id from incidents where status in ('OPEN', 'ACKNOWLEDGED')`.pipe(Effect.orDie)
+    const runsBy = new Map<string, Array<OpenRunState>>()
+    for (const r of openRuns) {
+      const list = runsBy.get(r.monitor_id) ?? []
+      list.push({ id: r.id, startedAt: r.started_at.getTime(), lateReported: r.late })
+      runsBy.set(r.monitor_id, list)
+    }
+    const activeBy = new Map<string, Array<ActiveIncident>>()
+    for (const a of activeIncidents) {
+      const list = activeBy.get(a.monitor_id) ?? []
+      list.push({ type: a.type, status: a.status, runId: a.run_id })
+      activeBy.set(a.monitor_id, list)
+    }
+    for (const row of rows) {
+      let state: MonitorState
+      try {
+        state = initialState(configOf(row), persistedFor(row, runsBy.get(row.id) ?? [], activeBy.get(row.id) ?? []))
+      } catch (error) {
+        yield* Effect.logError(`monitor ${row.id} cannot be judged: ${(error as Error).message}`)
+        continue
+      }
+      const actor: Actor = { id: row.id, state, durationsLoaded: false, mailbox: [], busy: false, version: 0, deadline: null, stopped: false }
+      actors.set(row.id, actor)
+      reschedule(actor)
+    }
+    const loadedMs = (yield* Clock.currentTimeMillis) - startedAt
+    yield* Effect.logInfo(`incident engine: ${actors.size} monitor actors rebuilt in ${loadedMs} ms`)
+
+    for (let i = 0; i < WORKERS; i++) yield* Effect.forkScoped(worker)
+    yield* Effect.forkScoped(scheduler)
+
+    // ---- the interface ------------------------------------------------------------------------
+
+    /** Deliver an event to a monitor's actor (starting the actor if this instance has none yet). */
+    const send = (monitorId: string, event: EngineEvent): void => {
+      const actor = actors.get(monitorId)
+      if (actor !== undefined) return enqueue(actor, event)
+      // A monitor this instance has not seen (created elsewhere): load it, then deliver.
+      Runtime.runFork(runtime)(
+        loadOne(monitorId).pipe(
+          Effect.map((state) => {
+            if (state === undefined || actors.has(monitorId)) return actors.get(monitorId)
+            const created: Actor = { id: monitorId, state, durationsLoaded: false, mailbox: [], busy: false, version: 0, deadline: null, stopped: false }
+            actors.set(monitorId, created)
+            return created
+          }),
+          Effect.map((a) => a !== undefined && enqueue(a, event)),
+          Effect.catchAllCause((cause) => Effect.logError(`could not start the actor of monitor ${monitorId}`, cause))
+        )
+      )
+    }
+
+    /** A monitor was created, changed, paused or resumed: (re)start its actor with the new settings. */
+    const upsert = (row: MonitorRow, at: number) =>
+      Effect.gen(function*() {
+        const existing = actors.get(row.id)
+        if (existing !== undefined) return enqueue(existing, { _tag: "ConfigChanged", config: configOf(row), at })
+        const state = yield* loadOne(row.id)
+        if (state === undefined || actors.has(row.id)) return
+        const actor: Actor = { id: row.id, state, durationsLoaded: false, mailbox: [], busy: false, version: 0, deadline: null, stopped: false }
+        actors.set(row.id, actor)
+        reschedule(actor)
+      })
+
+    /** A monitor was deleted: its actor stops. */
+    const stop = (monitorId: string) =>
+      Effect.sync(() => {
+        const actor = actors.get(monitorId)
+        if (actor === undefined) return
+        actor.stopped = true
+        actor.mailbox.length = 0
+        actor.version++
+        actors.delete(monitorId)
+      })
+
+    // Users' acknowledgements and resolutions reach the actor of the incident's monitor.
+    const relay = yield* IncidentRelay
+    yield* relay.connect({
+      changed: (change) =>
+        Effect.sync(() => send(change.monitorId, { _tag: "IncidentChanged", type: change.type, status: change.status, at: change.at }))
+    })
+
+    const stateOf = (monitorId: string) => Option.fromNullable(actors.get(monitorId)?.state)
+
+    /** Resolves once every actor's mailbox is empty (tests). Polls in real time, whatever the Clock. */
+    const idle = Effect.gen(function*() {
+      for (;;) {
+        let busy = false
+        for (const actor of actors.values()) if (actor.busy || actor.mailbox.length > 0) busy = true
+        if (!busy) return
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2)))
+      }
+    })
+
+    return { send, upsert, stop, stateOf, idle, stats, size: () => actors.size } as const
+  })
+}) {}

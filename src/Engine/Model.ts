@@ -1,0 +1,118 @@
+import type { Schedule } from "../Monitors/Schedule.js"
+
+/**
+ * The incident engine's vocabulary. Decisions are pure functions over these types
+ * (`src/Engine/Rules.ts`): `(state, event, now) → (state, effects)`; the monitor actors
+ * (`src/Engine/Actors.ts`) hold the state, feed the events and carry out the effects.
+ * All times are epoch milliseconds.
+ */
+
+export type IncidentType = "MISSED" | "LATE" | "FAIL" | "ANOMALY"
+export type Severity = "HIGH" | "MEDIUM" | "LOW"
+export type IncidentStatus = "OPEN" | "ACKNOWLEDGED" | "RESOLVED"
+export type MonitorStatus = "NEW" | "OK" | "RUNNING" | "LATE" | "MISSED" | "FAILING" | "PAUSED"
+
+export interface Sla {
+  readonly durationTarget: "p95" | "p99"
+  readonly maxDurationMs: number
+}
+
+/** A monitor's settings, as the engine sees them. */
+export interface MonitorConfig {
+  readonly id: string
+  readonly orgId: string
+  readonly name: string
+  readonly schedule: Schedule
+  readonly graceSeconds: number
+  readonly maxRuntimeSeconds: number | null
+  readonly sla: Sla | null
+  readonly autoResolve: boolean
+  readonly paused: boolean
+  readonly createdAt: number
+}
+
+export interface OpenRunState {
+  readonly id: string
+  readonly startedAt: number
+  /** A LATE incident was raised for this run already. */
+  readonly lateReported: boolean
+}
+
+/** An incident that is OPEN or ACKNOWLEDGED (at most one per type per monitor). */
+export interface ActiveIncident {
+  readonly type: IncidentType
+  readonly status: "OPEN" | "ACKNOWLEDGED"
+  /** For LATE: the run it is about (it resolves when that run finishes). */
+  readonly runId: string | null
+}
+
+/** A completed run, as the rules see it. */
+export interface FinishedRun {
+  readonly id: string
+  readonly status: "SUCCESS" | "FAIL"
+  readonly startedAt: number
+  readonly finishedAt: number
+  readonly durationMs: number | null
+  readonly exitCode: number | null
+  /** Already redacted and truncated. */
+  readonly output: string | null
+  readonly startInferred: boolean
+}
+
+export interface MonitorState {
+  readonly config: MonitorConfig
+  /** The expected time T of the next occurrence not yet accounted for (null: nothing expected). */
+  readonly nextExpectedAt: number | null
+  readonly lastPingAt: number | null
+  readonly openRuns: ReadonlyArray<OpenRunState>
+  readonly activeIncidents: ReadonlyArray<ActiveIncident>
+  /** Durations (ms) of recent successful runs, oldest first, at most DURATION_MEMORY. */
+  readonly recentDurations: ReadonlyArray<number>
+  readonly lastRunStatus: "SUCCESS" | "FAIL" | null
+}
+
+export const DURATION_MEMORY = 200
+/** ANOMALY and the learned LATE limit need this many successful runs. */
+export const MIN_RUNS_FOR_LEARNING = 20
+
+/** Whether a maintenance window suppresses incidents for this monitor at an instant. */
+export type MaintenanceCheck = (monitorId: string, at: number) => boolean
+
+export type EngineEvent =
+  /** A start ping opened a run. */
+  | { readonly _tag: "RunStarted"; readonly runId: string; readonly at: number }
+  /** A success or fail ping finished a run (or recorded one whose start is inferred). */
+  | { readonly _tag: "RunFinished"; readonly run: FinishedRun; readonly at: number }
+  /** The clock reached (or passed) the state's next deadline. */
+  | { readonly _tag: "Tick"; readonly at: number }
+  /** The user changed the settings (schedule, grace, pause, …). */
+  | { readonly _tag: "ConfigChanged"; readonly config: MonitorConfig; readonly at: number }
+  /** An incident was acknowledged or resolved by a user. */
+  | { readonly _tag: "IncidentChanged"; readonly type: IncidentType; readonly status: IncidentStatus; readonly at: number }
+
+export type EngineEffect =
+  /** Open an incident, or count one more occurrence on the active one of that type. */
+  | {
+    readonly _tag: "RaiseIncident"
+    readonly type: IncidentType
+    readonly severity: Severity
+    readonly at: number
+    readonly runId: string | null
+    readonly details: Readonly<Record<string, unknown>>
+  }
+  /** Resolve the active incidents of these types automatically (resolvedBy: system). */
+  | { readonly _tag: "ResolveIncidents"; readonly types: ReadonlyArray<IncidentType>; readonly at: number; readonly reason: string }
+  /** Persist the derived monitor fields. */
+  | { readonly _tag: "UpdateMonitor"; readonly status: MonitorStatus; readonly nextExpectedAt: number | null }
+  /** Would have raised an incident, but a maintenance window suppressed it (counted on the window's history). */
+  | { readonly _tag: "Suppressed"; readonly type: IncidentType; readonly at: number }
+
+export interface Decision {
+  readonly state: MonitorState
+  readonly effects: ReadonlyArray<EngineEffect>
+}
+
+/** Context the rules need besides the state: maintenance windows. */
+export interface RulesContext {
+  readonly inMaintenance: MaintenanceCheck
+}

@@ -1,0 +1,91 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+export interface EventRow {
+  readonly id: string
+  readonly seq: number
+  readonly org_id: string
+  readonly type: string
+  readonly created_at: Date
+  readonly data: Record<string, unknown>
+  readonly monitor_ids: ReadonlyArray<string>
+  readonly severity: string | null
+}
+
+export interface NewEventRow {
+  readonly orgId: string
+  readonly type: string
+  readonly createdAt: Date
+  readonly data: Record<string, unknown>
+  readonly monitorIds: ReadonlyArray<string>
+  readonly severity: string | null
+}
+
+export interface EventQuery {
+  readonly orgId: string
+  /** Events with seq > after, oldest first; without it, newest first. */
+  readonly after: number | undefined
+  readonly before: number | undefined
+  readonly limit: number
+  readonly type: string | undefined
+  readonly monitorId: string | undefined
+}
+
+/**
+ * A key of pg_advisory_xact_lock taken by every event insert and held until its transaction ends,
+ * so `seq` values become visible in the order they were drawn (no gap a reader could skip past).
+ * Other keys in use: 7_316_402_113 (migrator), 7_316_402_115 (storage policies).
+ */
+export const EVENTS_LOCK_KEY = 7_316_402_120
+
+const columns = "id, seq, org_id, type, created_at, data, monitor_ids, severity"
+
+export class EventsRepo extends Effect.Service<EventsRepo>()("jobmon/EventsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const cols = sql.literal(columns)
+
+    /**
+     * One statement: the advisory lock first (the CTE is scanned before any row is projected, so
+     * before `seq` is drawn), then the rows, in input order. It runs on the ambient transaction's
+     * connection when there is one, and is a transaction of its own otherwise.
+     */
+    const insertMany = (rows: ReadonlyArray<NewEventRow>) =>
+      rows.length === 0
+        ? Effect.succeed([] as ReadonlyArray<EventRow>)
+        : sql<EventRow>`
+          with lock as (select pg_advisory_xact_lock(${sql.literal(String(EVENTS_LOCK_KEY))}))
+          insert into events (org_id, type, created_at, data, monitor_ids, severity)
+          select t.org_id, t.type, t.created_at, t.data, t.monitor_ids, t.severity
+          from lock, rows from (jsonb_to_recordset(${
+          JSON.stringify(rows.map((r) => ({
+            org_id: r.orgId,
+            type: r.type,
+            created_at: r.createdAt.toISOString(),
+            data: r.data,
+            monitor_ids: r.monitorIds,
+            severity: r.severity
+          })))
+        }::jsonb) as (org_id uuid, type text, created_at timestamptz, data jsonb, monitor_ids uuid[], severity text))
+            with ordinality as t(org_id, type, created_at, data, monitor_ids, severity, ord)
+          order by t.ord
+          returning ${cols}`.pipe(
+          Effect.map((inserted) => [...inserted].sort((a, b) => a.seq - b.seq)),
+          Effect.orDie,
+          Effect.withSpan("EventsRepo.insertMany")
+        )
+
+    const list = (q: EventQuery) =>
+      sql<EventRow>`
+        select ${cols} from events
+        where org_id = ${q.orgId}
+          ${q.after === undefined ? sql`` : sql`and seq > ${q.after}`}
+          ${q.before === undefined ? sql`` : sql`and seq < ${q.before}`}
+          ${q.type === undefined ? sql`` : sql`and type = ${q.type}`}
+          ${q.monitorId === undefined ? sql`` : sql`and monitor_ids @> array[${q.monitorId}::uuid]`}
+        order by seq ${sql.literal(q.after === undefined ? "desc" : "asc")}
+        limit ${q.limit}`.pipe(Effect.orDie, Effect.withSpan("EventsRepo.list"))
+
+    return { insertMany, list } as const
+  })
+}) {}

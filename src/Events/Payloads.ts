@@ -1,0 +1,215 @@
+import type { Incident } from "../Incidents/Api.js"
+import type { Monitor } from "../Monitors/Api.js"
+import type { EventInput } from "./Events.js"
+
+/**
+ * The `data` of every event kind, in one place (docs/events.md). The incident.opened,
+ * incident.acknowledged and incident.resolved shapes are the interface spec's; the others are ours.
+ * Each builder answers a whole EventInput for Events.record.
+ */
+
+/** Who acted: the token's owner (decisions §2). */
+export type Actor = {
+  readonly userId: string | null
+  readonly name: string
+  readonly email: string | null
+}
+
+/** Automatic changes (auto-resolve) are made by this actor. */
+export const SYSTEM: Actor = { userId: null, name: "system", email: null }
+
+export type MonitorSummary = {
+  readonly id: string
+  readonly name: string
+  readonly schedule: { readonly type: string; readonly expression: string }
+}
+
+export type IncidentOpenedData = {
+  readonly incident: {
+    readonly id: string
+    readonly type: Incident["type"]
+    readonly severity: Incident["severity"]
+    readonly status: Incident["status"]
+    readonly monitorId: string
+    readonly monitor: MonitorSummary
+    readonly orgId: string
+    readonly createdAt: string
+    readonly details: Record<string, unknown>
+  }
+}
+
+export type IncidentAcknowledgedData = {
+  readonly incident: { readonly id: string; readonly status: Incident["status"] }
+  readonly acknowledgedBy: { readonly userId: string | null; readonly name: string; readonly email: string | null }
+  readonly note: string | null
+}
+
+export type IncidentResolvedData = {
+  readonly incident: { readonly id: string; readonly status: Incident["status"]; readonly mttrSeconds: number }
+  readonly resolvedBy: { readonly userId: string | null; readonly name: string }
+  readonly note: string | null
+}
+
+export type IncidentNoteAddedData = {
+  readonly incident: { readonly id: string; readonly status: Incident["status"]; readonly monitorId: string }
+  readonly note: { readonly at: string; readonly text: string; readonly by: string }
+  readonly addedBy: { readonly userId: string | null; readonly name: string; readonly email: string | null }
+}
+
+export type MonitorCreatedData = { readonly monitor: Monitor }
+export type MonitorUpdatedData = { readonly monitor: Monitor; readonly changes: ReadonlyArray<string> }
+export type MonitorDeletedData = { readonly monitor: Monitor; readonly deletedAt: string }
+
+export type PingReceivedData = {
+  readonly ping: {
+    readonly monitorId: string
+    readonly runId: string
+    readonly kind: "start" | "success" | "fail"
+    readonly at: string
+    /** The run's status after this ping. */
+    readonly status: "RUNNING" | "SUCCESS" | "FAIL"
+    readonly durationMs: number | null
+    readonly exitCode: number | null
+  }
+}
+
+const iso = (at: number | Date) => (typeof at === "number" ? new Date(at) : at).toISOString()
+
+export const incidentOpened = (orgId: string, incident: Incident, monitor: MonitorSummary): EventInput => {
+  const data: IncidentOpenedData = {
+    incident: {
+      id: incident.id,
+      type: incident.type,
+      severity: incident.severity,
+      status: incident.status,
+      monitorId: incident.monitorId,
+      monitor,
+      orgId,
+      createdAt: incident.createdAt,
+      details: incident.details
+    }
+  }
+  return {
+    orgId,
+    type: "incident.opened",
+    data,
+    monitorIds: [incident.monitorId],
+    severity: incident.severity,
+    at: new Date(incident.createdAt)
+  }
+}
+
+export const incidentAcknowledged = (orgId: string, incident: Incident, by: Actor, note: string | null): EventInput => {
+  const data: IncidentAcknowledgedData = {
+    incident: { id: incident.id, status: incident.status },
+    acknowledgedBy: { userId: by.userId, name: by.name, email: by.email },
+    note
+  }
+  return {
+    orgId,
+    type: "incident.acknowledged",
+    data,
+    monitorIds: [incident.monitorId],
+    severity: incident.severity,
+    at: new Date(incident.acknowledgedAt!)
+  }
+}
+
+export const incidentResolved = (orgId: string, incident: Incident, by: Actor, note: string | null): EventInput => {
+  const data: IncidentResolvedData = {
+    incident: { id: incident.id, status: incident.status, mttrSeconds: incident.mttrSeconds ?? 0 },
+    resolvedBy: { userId: by.userId, name: by.name },
+    note
+  }
+  return {
+    orgId,
+    type: "incident.resolved",
+    data,
+    monitorIds: [incident.monitorId],
+    severity: incident.severity,
+    at: new Date(incident.resolvedAt!)
+  }
+}
+
+export const incidentNoteAdded = (
+  orgId: string,
+  incident: Incident,
+  note: { readonly at: string; readonly text: string; readonly by: string },
+  by: Actor
+): EventInput => {
+  const data: IncidentNoteAddedData = {
+    incident: { id: incident.id, status: incident.status, monitorId: incident.monitorId },
+    note,
+    addedBy: { userId: by.userId, name: by.name, email: by.email }
+  }
+  return {
+    orgId,
+    type: "incident.note_added",
+    data,
+    monitorIds: [incident.monitorId],
+    severity: incident.severity,
+    at: new Date(note.at)
+  }
+}
+
+export const monitorCreated = (orgId: string, monitor: Monitor, at: number | Date): EventInput => {
+  const data: MonitorCreatedData = { monitor }
+  return { orgId, type: "monitor.created", data, monitorIds: [monitor.id], at }
+}
+
+export const monitorUpdated = (orgId: string, monitor: Monitor, changes: ReadonlyArray<string>, at: number | Date): EventInput => {
+  const data: MonitorUpdatedData = { monitor, changes }
+  return { orgId, type: "monitor.updated", data, monitorIds: [monitor.id], at }
+}
+
+export const monitorDeleted = (orgId: string, monitor: Monitor, at: number | Date): EventInput => {
+  const data: MonitorDeletedData = { monitor, deletedAt: iso(at) }
+  return { orgId, type: "monitor.deleted", data, monitorIds: [monitor.id], at }
+}
+
+/** The settings a user changes; `changes` of monitor.updated names those that differ. */
+export const MONITOR_SETTING_FIELDS = [
+  "name",
+  "schedule",
+  "graceSeconds",
+  "maxRuntimeSeconds",
+  "maxOutputSizeKb",
+  "captureOutput",
+  "sla",
+  "tags",
+  "autoResolve",
+  "paused"
+] as const
+
+export const changedMonitorFields = (before: Monitor, after: Monitor): ReadonlyArray<string> =>
+  MONITOR_SETTING_FIELDS.filter((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]))
+
+/**
+ * ping.received: never the output (it may be large; it is in the run, redacted, for who may read it).
+ * For the ping writer to record (high volume: record them in batches with Events.recordMany).
+ */
+export const pingReceived = (
+  orgId: string,
+  ping: {
+    readonly monitorId: string
+    readonly runId: string
+    readonly kind: "start" | "success" | "fail"
+    readonly at: number | Date
+    readonly status: "RUNNING" | "SUCCESS" | "FAIL"
+    readonly durationMs: number | null
+    readonly exitCode: number | null
+  }
+): EventInput => {
+  const data: PingReceivedData = {
+    ping: {
+      monitorId: ping.monitorId,
+      runId: ping.runId,
+      kind: ping.kind,
+      at: iso(ping.at),
+      status: ping.status,
+      durationMs: ping.durationMs,
+      exitCode: ping.exitCode
+    }
+  }
+  return { orgId, type: "ping.received", data, monitorIds: [ping.monitorId], at: ping.at }
+}

@@ -1,0 +1,178 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/** Percentile fractions, in the order of the response's p50 … p99. */
+export const FRACTIONS = [0.5, 0.75, 0.9, 0.95, 0.99] as const
+
+export interface ExactRow {
+  readonly n: number
+  readonly p: ReadonlyArray<number> | null
+  readonly mean: number | null
+  readonly stddev: number | null
+  readonly max: number | null
+}
+
+/** One hour of the rollup; the sums as decimal text (they can exceed 2^53). */
+export interface RollupRow {
+  readonly runs: number
+  readonly sum_ms: string
+  readonly sumsq_ms: string
+  readonly min_ms: number
+  readonly max_ms: number
+  readonly hist: string
+}
+
+/** Raw runs of the partial edge hours, grouped by histogram bucket. */
+export interface RawBucketRow {
+  readonly b: number
+  readonly n: number
+  readonly s: string
+  readonly q: string
+  readonly mn: number
+  readonly mx: number
+}
+
+export interface DirtyKey {
+  readonly monitor_id: string
+  readonly bucket: Date
+}
+
+/**
+ * SQL of the duration statistics. The successful-run predicate is written once per query on
+ * purpose: `status = 'SUCCESS' and duration_ms is not null` (decisions §7).
+ */
+export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Exact statistics from raw runs with started_at in [from, to]. */
+    const exact = (monitorId: string, from: Date, to: Date) =>
+      sql<ExactRow>`
+        select count(*)::int as n,
+               percentile_cont(${sql.literal(`array[${FRACTIONS.join(",")}]::float8[]`)})
+                 within group (order by duration_ms) as p,
+               avg(duration_ms)::float8 as mean,
+               stddev_samp(duration_ms)::float8 as stddev,
+               max(duration_ms) as max
+        from runs
+        where monitor_id = ${monitorId} and status = 'SUCCESS' and duration_ms is not null
+          and started_at >= ${from} and started_at <= ${to}`.pipe(
+        Effect.map((rows) => rows[0]!),
+        Effect.orDie,
+        Effect.withSpan("StatsRepo.exact")
+      )
+
+    /** Runs counted by the rollup in the hours that overlap [from, to]: the cheap size estimate. */
+    const rollupCount = (monitorId: string, fromHour: Date, to: Date) =>
+      sql<{ n: number }>`
+        select coalesce(sum(runs), 0)::float8 as n from run_duration_hourly
+        where monitor_id = ${monitorId} and bucket >= ${fromHour} and bucket <= ${to}`.pipe(
+        Effect.map((rows) => rows[0]?.n ?? 0),
+        Effect.orDie,
+        Effect.withSpan("StatsRepo.rollupCount")
+      )
+
+    /** The rollup's whole hours in [fromHour, toHour). */
+    const rollupRows = (monitorId: string, fromHour: Date, toHour: Date) =>
+      sql<RollupRow>`
+        select runs::float8 as runs, sum_ms::text as sum_ms, sumsq_ms::text as sumsq_ms, min_ms, max_ms, hist::text as hist
+        from run_duration_hourly
+        where monitor_id = ${monitorId} and bucket >= ${fromHour} and bucket < ${toHour}`.pipe(
+        Effect.orDie,
+        Effect.withSpan("StatsRepo.rollupRows")
+      )
+
+    /** Raw runs with started_at in [from, fromHour) or [toHour, to], by bucket. */
+    const rawBuckets = (monitorId: string, from: Date, fromHour: Date, toHour: Date, to: Date) =>
+      sql<RawBucketRow>`
+        select public.jobmon_duration_bucket(duration_ms) as b, count(*)::int as n,
+               sum(duration_ms)::text as s, sum(duration_ms::numeric * duration_ms::numeric)::text as q,
+               min(duration_ms) as mn, max(duration_ms) as mx
+        from runs
+        where monitor_id = ${monitorId} and status = 'SUCCESS' and duration_ms is not null
+          and ((started_at >= ${from} and started_at < ${fromHour}) or (started_at >= ${toHour} and started_at <= ${to}))
+        group by 1`.pipe(Effect.orDie, Effect.withSpan("StatsRepo.rawBuckets"))
+
+    /** Which table backs `run_duration_hourly`: the service refreshes it only when it is a table. */
+    const rollupBacking = sql<{ incremental: boolean; cagg: boolean }>`
+      select to_regclass('public.run_duration_dirty') is not null as incremental,
+             to_regclass('public.run_duration_hourly_cagg') is not null as cagg`.pipe(
+      Effect.map((rows) => rows[0]!),
+      Effect.orDie
+    )
+
+    /**
+     * Table mode: consume up to `limit` dirty (monitor, hour) keys and recompute their rollup rows,
+     * in one transaction. The claim and the recompute are two statements on purpose: under READ
+     * COMMITTED the recompute's snapshot is taken after the claim, and the claim waited for any
+     * writer that holds a key's row lock (the triggers update it), so the recompute sees those runs.
+     * `wait = false` skips keys that writers or another refresher hold (the background refresher);
+     * `wait = true` waits for them (the refresh right before a query, for current results).
+     */
+    const refreshDirty = (monitorId: string | null, limit: number, wait: boolean) =>
+      sql.withTransaction(
+        Effect.gen(function*() {
+          const claimed = yield* sql<DirtyKey>`
+            delete from run_duration_dirty d
+            where (d.monitor_id, d.bucket) in (
+              select monitor_id, bucket from run_duration_dirty
+              where ${monitorId === null ? sql.literal("true") : sql`monitor_id = ${monitorId}`}
+              order by monitor_id, bucket
+              limit ${limit}
+              for update ${sql.literal(wait ? "" : "skip locked")})
+            returning d.monitor_id, d.bucket`
+          if (claimed.length === 0) return 0
+          const ids = claimed.map((k) => k.monitor_id)
+          const buckets = claimed.map((k) => k.bucket)
+          yield* sql`
+            with keys as (
+              select * from unnest(${ids}::uuid[], ${buckets}::timestamptz[]) as k(monitor_id, bucket)
+            ), per_bucket as (
+              -- LATERAL: one index range scan per (monitor, hour), whatever the planner's statistics say.
+              select k.monitor_id, k.bucket, x.b, x.n, x.s, x.q, x.mn, x.mx
+              from keys k
+              cross join lateral (
+                select public.jobmon_duration_bucket(r.duration_ms) as b, count(*) as n,
+                       sum(r.duration_ms) as s, sum(r.duration_ms::numeric * r.duration_ms::numeric) as q,
+                       min(r.duration_ms) as mn, max(r.duration_ms) as mx
+                from runs r
+                where r.monitor_id = k.monitor_id
+                  and r.started_at >= k.bucket and r.started_at < k.bucket + interval '1 hour'
+                  and r.status = 'SUCCESS' and r.duration_ms is not null
+                group by 1
+              ) x
+            ), rolled as (
+              select monitor_id, bucket, sum(n)::bigint as runs, sum(s) as sum_ms, sum(q) as sumsq_ms,
+                     min(mn) as min_ms, max(mx) as max_ms,
+                     array_agg(b order by b) as bs, array_agg(n::integer order by b) as ns
+              from per_bucket group by 1, 2
+            ), upserted as (
+              insert into run_duration_hourly_data (monitor_id, bucket, runs, sum_ms, sumsq_ms, min_ms, max_ms, hist)
+              select monitor_id, bucket, runs, sum_ms, sumsq_ms, min_ms, max_ms,
+                     (select array_agg(p.x order by u.i, p.j)
+                      from unnest(bs, ns) with ordinality as u(b, n, i)
+                      cross join lateral (values (0, u.b), (1, u.n)) as p(j, x))
+              from rolled
+              on conflict (monitor_id, bucket) do update set
+                runs = excluded.runs, sum_ms = excluded.sum_ms, sumsq_ms = excluded.sumsq_ms,
+                min_ms = excluded.min_ms, max_ms = excluded.max_ms, hist = excluded.hist
+              returning 1
+            )
+            delete from run_duration_hourly_data d using keys k
+            where d.monitor_id = k.monitor_id and d.bucket = k.bucket
+              and not exists (select 1 from rolled r where r.monitor_id = k.monitor_id and r.bucket = k.bucket)`
+          return claimed.length
+        })
+      ).pipe(Effect.orDie, Effect.withSpan("StatsRepo.refreshDirty"))
+
+    /** TimescaleDB mode: materialize everything up to the last whole hour (not in a transaction). */
+    const refreshContinuousAggregate = (until: Date) =>
+      sql`call refresh_continuous_aggregate('public.run_duration_hourly_cagg', null, ${until}::timestamptz)`.pipe(
+        Effect.asVoid,
+        Effect.orDie,
+        Effect.withSpan("StatsRepo.refreshContinuousAggregate")
+      )
+
+    return { exact, rollupCount, rollupRows, rawBuckets, rollupBacking, refreshDirty, refreshContinuousAggregate } as const
+  })
+}) {}

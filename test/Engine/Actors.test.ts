@@ -1,0 +1,145 @@
+import { expect, it, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect, Exit, Layer, Scope, TestClock } from "effect"
+import { Engine } from "../../src/Engine/Engine.js"
+import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, TestServer } from "../support/fixture.js"
+
+/** Let the engine's workers finish what the clock set off (they wait on the real database). */
+const settle = Effect.gen(function*() {
+  const engine = yield* Engine
+  yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+  yield* engine.idle
+})
+
+const incidentsOf = (monitorId: string) =>
+  Effect.map(call("GET", `/api/incidents?monitorId=${monitorId}`), (r) => {
+    expect(r.status).toBe(200)
+    return r.body.incidents as Array<any>
+  })
+
+// The whole service runs on the TestClock here: the monitor actors' deadlines move only when the test says.
+layer(TestServer(), { timeout: 120_000 })("monitor actors on the TestClock", (it) => {
+  it.effect("an interval job that never pings gets exactly one MISSED at expected + grace", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor({ schedule: { type: "interval", expression: "1m" }, graceSeconds: 30 })
+      const created = Date.parse(monitor.createdAt)
+      expect(Date.parse(monitor.nextExpectedAt)).toBe(created + 60_000)
+      yield* TestClock.adjust("89 seconds")
+      yield* settle
+      expect(yield* incidentsOf(monitor.id)).toHaveLength(0)
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      const [missed, ...rest] = yield* incidentsOf(monitor.id)
+      expect(rest).toHaveLength(0)
+      expect(missed).toMatchObject({ type: "MISSED", severity: "HIGH", status: "OPEN", monitorId: monitor.id })
+      const m = yield* call("GET", `/api/monitors/${monitor.id}`)
+      expect(m.body.status).toBe("MISSED")
+      // Further silent periods count on the same incident.
+      yield* TestClock.adjust("5 minutes")
+      yield* settle
+      const again = yield* incidentsOf(monitor.id)
+      expect(again).toHaveLength(1)
+      expect(again[0].occurrences).toBeGreaterThan(1)
+    }))
+
+  it.effect("a job that pings on time never gets MISSED; a fail ping opens FAIL and the next success resolves it", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor({ schedule: { type: "interval", expression: "10m" }, graceSeconds: 60 })
+      for (let i = 0; i < 6; i++) {
+        yield* TestClock.adjust("10 minutes")
+        expect((yield* call("POST", `/api/ping/${monitor.id}/success`, { body: { durationMs: 1000 } })).status).toBe(200)
+        yield* settle
+      }
+      expect(yield* incidentsOf(monitor.id)).toHaveLength(0)
+      yield* TestClock.adjust("10 minutes")
+      yield* call("POST", `/api/ping/${monitor.id}/fail`, { body: { exitCode: 3, durationMs: 2000, output: "boom" } })
+      yield* settle
+      const [fail] = yield* incidentsOf(monitor.id)
+      expect(fail).toMatchObject({ type: "FAIL", severity: "HIGH", status: "OPEN" })
+      expect(fail.details).toMatchObject({ exitCode: 3, durationMs: 2000, output: "boom", expectedDurationMs: 1000 })
+      expect((yield* call("GET", `/api/monitors/${monitor.id}`)).body.status).toBe("FAILING")
+      yield* TestClock.adjust("10 minutes")
+      yield* call("POST", `/api/ping/${monitor.id}/success`, { body: { durationMs: 1000 } })
+      yield* settle
+      const [resolved] = yield* incidentsOf(monitor.id)
+      expect(resolved.status).toBe("RESOLVED")
+      expect(resolved.mttrSeconds).toBe(600)
+      expect((yield* call("GET", `/api/monitors/${monitor.id}`)).body.status).toBe("OK")
+    }))
+
+  it.effect("a run that outlives maxRuntimeSeconds is LATE once; it resolves when the run finishes", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor({ schedule: { type: "interval", expression: "1h" }, maxRuntimeSeconds: 120 })
+      yield* TestClock.adjust("1 minute")
+      const start = yield* call("POST", `/api/ping/${monitor.id}/start`)
+      yield* TestClock.adjust("119 seconds")
+      yield* settle
+      expect(yield* incidentsOf(monitor.id)).toHaveLength(0)
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      const [late] = yield* incidentsOf(monitor.id)
+      expect(late).toMatchObject({ type: "LATE", severity: "MEDIUM", status: "OPEN", runId: start.body.runId })
+      expect((yield* call("GET", `/api/monitors/${monitor.id}`)).body.status).toBe("LATE")
+      yield* call("POST", `/api/ping/${monitor.id}/success`)
+      yield* settle
+      const [done] = yield* incidentsOf(monitor.id)
+      expect(done.status).toBe("RESOLVED")
+    }))
+
+  it.effect("a failing actor is rebuilt from the database and the others go on", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const engine = yield* Engine
+      const broken = yield* createMonitor({ schedule: { type: "interval", expression: "1m" }, graceSeconds: 0 })
+      const healthy = yield* createMonitor({ schedule: { type: "interval", expression: "1m" }, graceSeconds: 0 })
+      // Every incident insert for one monitor fails, as if its rows were corrupt.
+      yield* sql.unsafe(`create or replace function jobmon_test_break() returns trigger language plpgsql as $$
+        begin if new.monitor_id = '${broken.id}' then raise exception 'broken on purpose'; end if; return new; end $$`)
+      yield* sql.unsafe(`create trigger jobmon_test_break before insert on incidents for each row execute function jobmon_test_break()`)
+      const restartsBefore = engine.stats.restarts
+      yield* TestClock.adjust("61 seconds")
+      // The broken actor retries (on the clock) and is rebuilt; the healthy one is judged meanwhile.
+      for (let i = 0; i < 12 && engine.stats.restarts === restartsBefore; i++) {
+        yield* TestClock.adjust("2 seconds")
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 30)))
+      }
+      expect(engine.stats.restarts).toBeGreaterThan(restartsBefore)
+      expect((yield* incidentsOf(healthy.id)).map((i) => i.type)).toEqual(["MISSED"])
+      expect(yield* incidentsOf(broken.id)).toHaveLength(0)
+      // Repaired, the rebuilt actor judges again.
+      yield* sql.unsafe(`drop trigger jobmon_test_break on incidents`)
+      for (let i = 0; i < 8; i++) {
+        yield* TestClock.adjust("2 seconds")
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 30)))
+      }
+      yield* settle
+      expect((yield* incidentsOf(broken.id)).map((i) => i.type)).toEqual(["MISSED"])
+    }))
+})
+
+it.effect("a restart of the whole service raises the MISSED that fell due while it was down, once", () =>
+  Effect.gen(function*() {
+    const db = yield* makeTestDatabase()
+    const token = newAdminToken()
+    /** One life of the service on this database: start, use, stop. */
+    const run = <A, E>(use: Effect.Effect<A, E, any>): Effect.Effect<A, unknown> =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(AppOn(db.url, token), scope)
+        return yield* (Effect.provide(use, context) as Effect.Effect<A, E>).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
+      })
+    const monitor = yield* run(createMonitor({ schedule: { type: "interval", expression: "10m" }, graceSeconds: 60 }))
+    // Down for an hour: six occurrences fall due.
+    yield* TestClock.adjust("1 hour")
+    const first = yield* run(Effect.gen(function*() {
+      yield* settle
+      return yield* incidentsOf(monitor.id)
+    }))
+    expect(first.map((i) => i.type)).toEqual(["MISSED"])
+    // Started again at once: nothing new is raised for what was already judged.
+    const second = yield* run(Effect.gen(function*() {
+      yield* settle
+      return yield* incidentsOf(monitor.id)
+    }))
+    expect(second).toEqual(first)
+  }).pipe(Effect.scoped), 120_000)
