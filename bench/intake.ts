@@ -13,7 +13,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { type Accounting, account } from "./support/accounting.js"
 import { cleanupAll, installSignalHandlers, onCleanup } from "./support/children.js"
-import { backgroundBusy, cpuBetween, machineBusyBetween, sampleCpu } from "./support/cpu.js"
+import { backgroundBusy, cpuBetween, machineBusyBetween, parentPid, postgresServerCpuUs, sampleCpu } from "./support/cpu.js"
 import { BenchDb, openBenchDatabase } from "./support/database.js"
 import { mainThreadProfile, type ProfileSummary, summarizeProfile } from "./support/profile.js"
 import type { DriverConfig, DriverResult, LoadMode } from "./support/protocol.js"
@@ -93,7 +93,7 @@ const describeResult = (r: DriverResult, cpu?: CpuCost) => {
   const errors = r.errors === 0 ? "" : `, ${r.errors} connection errors (${r.timeouts} timeouts)`
   const cost = cpu === undefined
     ? ""
-    : `; CPU µs/ping: server ${cpu.serverUs.toFixed(0)}${cpu.postgresUs === undefined ? "" : `, PostgreSQL backends ${cpu.postgresUs.toFixed(0)}`}, driver ${cpu.driverUs.toFixed(0)}; cores busy ${cpu.machineBusy === undefined ? "?" : `${(cpu.machineBusy * 100).toFixed(0)} %`}${cpu.otherCores === undefined ? "" : `, other processes ${cpu.otherCores.toFixed(2)} cores`}`
+    : `; CPU µs/ping: server ${cpu.serverUs.toFixed(0)}${cpu.postgresUs === undefined ? "" : `, PostgreSQL backends ${cpu.postgresUs.toFixed(0)}`}${cpu.postgresServerUs === undefined ? "" : ` (whole server ${cpu.postgresServerUs.toFixed(0)})`}, driver ${cpu.driverUs.toFixed(0)}; cores busy ${cpu.machineBusy === undefined ? "?" : `${(cpu.machineBusy * 100).toFixed(0)} %`}${cpu.otherCores === undefined ? "" : `, other processes ${cpu.otherCores.toFixed(2)} cores`}`
   return `${r.rps} pings/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, 2xx ${r.count2xx}${non2xx}${errors}${cost}`
 }
 
@@ -137,6 +137,8 @@ const main = async (): Promise<number> => {
   const measured = async (server: RunningServer, target: "bare" | "intake", config: Omit<DriverConfig, "url" | "token" | "monitorIds">) => {
     const serverPid = server.child.process.pid!
     const backends = target === "intake" ? await db.backendPids() : []
+    const postmaster = backends.length > 0 ? parentPid(backends[0]!) : undefined
+    const pgBefore = postmaster === undefined ? undefined : postgresServerCpuUs(postmaster)
     const before = sampleCpu([serverPid, ...backends])
     const result = await runDriver({
       ...config,
@@ -145,6 +147,8 @@ const main = async (): Promise<number> => {
       monitorIds: target === "intake" ? ids : bareIds
     })
     const after = sampleCpu([serverPid, ...backends])
+    const pgAfter = postmaster === undefined ? undefined : postgresServerCpuUs(postmaster)
+    const pgServerUs = pgBefore === undefined || pgAfter === undefined ? undefined : pgAfter.total - pgBefore.total
     const requests = Math.max(1, result.sent)
     const serverUs = cpuBetween(before, after, [serverPid])
     const postgresUs = cpuBetween(before, after, backends)
@@ -154,11 +158,12 @@ const main = async (): Promise<number> => {
       ? {
         serverUs: serverUs / requests,
         postgresUs: target === "intake" && backends.length > 0 ? postgresUs / requests : undefined,
+        postgresServerUs: pgServerUs === undefined ? undefined : pgServerUs / requests,
         driverUs: result.driverCpuUs / requests,
         machineBusy: machineBusyBetween(before, after),
         otherCores: machineUs === undefined || wallUs <= 0
           ? undefined
-          : Math.max(0, machineUs - serverUs - postgresUs - result.driverCpuUs) / wallUs
+          : Math.max(0, machineUs - serverUs - (pgServerUs ?? postgresUs) - result.driverCpuUs) / wallUs
       }
       : undefined
     return { result, cpu }
@@ -275,6 +280,12 @@ const main = async (): Promise<number> => {
       ? `Each phase sends for its seconds, then waits for every answer: all ${acknowledged.toLocaleString("en-US")} pings sent were answered, so "rows written" must equal the acknowledged pings exactly (pairs: runs = acknowledged starts, closed = acknowledged successes).`
       : `${unanswered} pings were still unanswered when a phase ended (${accountings.filter((a) => a.accounting.unanswered > 0).map((a) => `${a.label}: ${a.accounting.unanswered}`).join("; ")}); the service may have stored them, so for those phases rows may exceed the acknowledged pings by at most that many.`
   )
+  const crowded = rows.filter((r) => (r.cpu?.otherCores ?? 0) > 0.25)
+  if (crowded.length > 0) {
+    notes.push(
+      `Other processes competed for the cores during ${crowded.map((r) => `${r.label} at ${r.result.connections} (${r.cpu!.otherCores!.toFixed(2)} cores)`).join("; ")}: those rates (and ratios) are low by that much; the CPU-per-ping figures are the steadier comparison.`
+    )
+  }
   if (background !== undefined) {
     notes.push(`Before the run the cores were ${(background * 100).toFixed(0)} % busy with other work; "cores busy" in the CPU table counts everything on the machine during each phase.`)
   }

@@ -10,6 +10,8 @@ import type { DriverResult } from "./protocol.js"
 export interface CpuCost {
   readonly serverUs: number
   readonly postgresUs: number | undefined
+  /** Every process of the PostgreSQL server (WAL writer, checkpointer, autovacuum, … and, on a shared server, other sessions). */
+  readonly postgresServerUs?: number | undefined
   readonly driverUs: number
   readonly machineBusy: number | undefined
   /** CPU used meanwhile by every other process (other work, PostgreSQL's background processes), in cores. */
@@ -67,7 +69,7 @@ const cells = (row: PhaseRow): Array<string> => {
   ]
 }
 
-const cpuColumns = ["phase", "conns", "server µs/ping", "PostgreSQL backends µs/ping", "driver µs/ping", "cores busy (all processes)", "other processes (cores)"] as const
+const cpuColumns = ["phase", "conns", "server µs/ping", "PostgreSQL backends µs/ping", "PostgreSQL, all processes µs/ping", "driver µs/ping", "cores busy", "other processes (cores)"] as const
 
 const cpuCells = (row: PhaseRow): Array<string> => {
   const c = row.cpu
@@ -76,6 +78,7 @@ const cpuCells = (row: PhaseRow): Array<string> => {
     String(row.result.connections),
     c === undefined ? "–" : fmt(c.serverUs),
     c?.postgresUs === undefined ? "–" : fmt(c.postgresUs),
+    c?.postgresServerUs === undefined ? "–" : fmt(c.postgresServerUs),
     c === undefined ? "–" : fmt(c.driverUs),
     c?.machineBusy === undefined ? "–" : `${fmt(c.machineBusy * 100)} %`,
     c?.otherCores === undefined ? "–" : c.otherCores.toFixed(2)
@@ -183,7 +186,9 @@ must equal its acknowledged pings exactly (pairs: new runs = acknowledged starts
 
 Rates depend on everything else the cores are doing, so each phase also reports CPU time per ping
 from \`/proc\`: the server process (the service or the bare server), the PostgreSQL backends serving
-the service's connections, the load driver, and the CPU other processes used meanwhile. These
+the service's connections, the whole PostgreSQL server (backends, WAL writer, checkpointer,
+autovacuum; on a shared server also other sessions), the load driver, and the CPU every other
+process used meanwhile (in cores). These
 costs move much less with the machine's load than the rates do (batches shrink and caches suffer
 on a crowded machine, so they do rise).
 

@@ -15,6 +15,7 @@ import {
   type OpenRunState
 } from "./Model.js"
 import { decide, initialState, nextDeadline } from "./Rules.js"
+import { expectedRunCount, HEALTH_WINDOW_MS, healthScore } from "./Health.js"
 
 /**
  * The monitor actors. Each monitor is an actor: its state (MonitorState), a mailbox of events, and
@@ -49,6 +50,8 @@ interface Actor {
 }
 
 const WORKERS = 16
+/** How often health scores of monitors with news are recomputed. */
+export const HEALTH_REFRESH = "30 seconds"
 
 export interface EngineStats {
   processed: number
@@ -87,6 +90,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
     const ready = yield* Queue.unbounded<Actor>()
     const wake = yield* Queue.sliding<void>(1)
     const stats: EngineStats = { processed: 0, restarts: 0, effects: 0 }
+    const healthDirty = new Set<string>()
     const runtime = yield* Effect.runtime<never>()
     const ctx = { inMaintenance: (id: string, at: number) => maintenance.inMaintenance(id, at) }
 
@@ -117,7 +121,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
           from runs r where r.monitor_id = ${id} and r.status = 'RUNNING'`
         const active = yield* sql<{ type: ActiveIncident["type"]; status: ActiveIncident["status"]; run_id: string | null }>`
           select type, status, run_id from incidents
-          where monitor_id = ${id} and status in ('OPEN', 'ACKNOWLEDGED')`
+          where monitor_id = ${id} and status in ('OPEN', 'ACKNOWLEDGED') order by created_at`
         return initialState(
           configOf(row),
           persistedFor(
@@ -216,6 +220,9 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         }
         const decision = decide(actor.state, event, ctx)
         actor.state = decision.state
+        if (event._tag !== "Tick" || decision.effects.some((e) => e._tag === "RaiseIncident" || e._tag === "ResolveIncidents")) {
+          healthDirty.add(actor.id)
+        }
         for (const effect of decision.effects) {
           yield* (carryOut(actor, effect) as Effect.Effect<unknown, unknown>).pipe(Effect.retry(retryPolicy))
           stats.effects++
@@ -251,6 +258,70 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       }
     })
 
+    // ---- health scores -------------------------------------------------------------------------
+
+    /**
+     * Health scores (src/Engine/Health.ts) are recomputed for the monitors that had news since the
+     * last pass, in one query for all of them, every HEALTH_REFRESH: never on the ping path.
+     */
+    const refreshHealth = Effect.gen(function*() {
+      if (healthDirty.size === 0) return
+      const ids = [...healthDirty].slice(0, 5_000)
+      for (const id of ids) healthDirty.delete(id)
+      const now = yield* Clock.currentTimeMillis
+      const from = new Date(now - HEALTH_WINDOW_MS)
+      const counts = yield* sql<{
+        monitor_id: string
+        received: number
+        successful: number
+        on_time: number
+        sla_evaluated: number
+        sla_met: number
+      }>`
+        select r.monitor_id,
+          count(*)::int as received,
+          count(*) filter (where r.status = 'SUCCESS')::int as successful,
+          count(*) filter (where not exists (
+            select 1 from incidents i where i.run_id = r.id and i.type = 'LATE'))::int as on_time,
+          count(*) filter (where m.sla is not null and r.status = 'SUCCESS' and r.duration_ms is not null)::int as sla_evaluated,
+          count(*) filter (where m.sla is not null and r.status = 'SUCCESS'
+            and r.duration_ms <= (m.sla->>'maxDurationMs')::bigint)::int as sla_met
+        from runs r join monitors m on m.id = r.monitor_id
+        where r.monitor_id in ${sql.in(ids)} and r.started_at > ${from}
+        group by r.monitor_id`
+      const open = yield* sql<{ monitor_id: string; severity: "HIGH" | "MEDIUM" | "LOW"; n: number }>`
+        select monitor_id, severity, count(*)::int as n from incidents
+        where monitor_id in ${sql.in(ids)} and status in ('OPEN', 'ACKNOWLEDGED')
+        group by monitor_id, severity`
+      const byId = new Map(counts.map((c) => [c.monitor_id, c]))
+      const scores: Array<number> = []
+      const scored: Array<string> = []
+      for (const id of ids) {
+        const actor = actors.get(id)
+        if (actor === undefined) continue
+        const c = byId.get(id)
+        const incidentsBySeverity = { HIGH: 0, MEDIUM: 0, LOW: 0 }
+        for (const o of open) if (o.monitor_id === id) incidentsBySeverity[o.severity] += o.n
+        const config = actor.state.config
+        scores.push(healthScore({
+          expectedRuns: expectedRunCount(config.schedule, Math.max(from.getTime(), config.createdAt), now),
+          receivedRuns: c?.received ?? 0,
+          successfulRuns: c?.successful ?? 0,
+          onTimeRuns: c?.on_time ?? 0,
+          slaEvaluatedRuns: c?.sla_evaluated ?? 0,
+          slaMetRuns: c?.sla_met ?? 0,
+          openIncidents: incidentsBySeverity
+        }))
+        scored.push(id)
+      }
+      if (scored.length > 0) {
+        yield* sql`
+          update monitors m set health_score = s.score
+          from unnest(${scored}::uuid[], ${scores}::float8[]) as s(id, score)
+          where m.id = s.id`
+      }
+    }).pipe(Effect.orDie)
+
     // ---- start-up: every actor from the database ----------------------------------------------
 
     const startedAt = yield* Clock.currentTimeMillis
@@ -261,7 +332,8 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
              exists (select 1 from incidents i where i.run_id = r.id and i.type = 'LATE') as late
       from runs r where r.status = 'RUNNING'`.pipe(Effect.orDie)
     const activeIncidents = yield* sql<{ monitor_id: string; type: ActiveIncident["type"]; status: ActiveIncident["status"]; run_id: string | null }>`
-      select monitor_id, type, status, run_id from incidents where status in ('OPEN', 'ACKNOWLEDGED')`.pipe(Effect.orDie)
+      select monitor_id, type, status, run_id from incidents where status in ('OPEN', 'ACKNOWLEDGED')
+      order by created_at`.pipe(Effect.orDie)
     const runsBy = new Map<string, Array<OpenRunState>>()
     for (const r of openRuns) {
       const list = runsBy.get(r.monitor_id) ?? []
@@ -286,10 +358,41 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       actors.set(row.id, actor)
       reschedule(actor)
     }
+    // A run in progress whose LATE limit is learned from past durations needs them now, not at the
+    // actor's next event: load them for just those monitors.
+    const learning = [...actors.values()].filter((a) => a.state.openRuns.length > 0 && a.state.config.maxRuntimeSeconds === null)
+    if (learning.length > 0) {
+      const durations = yield* sql<{ monitor_id: string; duration_ms: number }>`
+        select m.id as monitor_id, d.duration_ms
+        from unnest(${learning.map((a) => a.id)}::uuid[]) as m(id)
+        cross join lateral (
+          select duration_ms, started_at from runs
+          where monitor_id = m.id and status = 'SUCCESS' and duration_ms is not null
+          order by started_at desc limit ${DURATION_MEMORY}
+        ) d
+        order by m.id, d.started_at`.pipe(Effect.orDie)
+      const byMonitor = new Map<string, Array<number>>()
+      for (const d of durations) {
+        const list = byMonitor.get(d.monitor_id) ?? []
+        list.push(d.duration_ms)
+        byMonitor.set(d.monitor_id, list)
+      }
+      for (const actor of learning) {
+        actor.state = { ...actor.state, recentDurations: byMonitor.get(actor.id) ?? [] }
+        actor.durationsLoaded = true
+        reschedule(actor)
+      }
+    }
     const loadedMs = (yield* Clock.currentTimeMillis) - startedAt
     yield* Effect.logInfo(`incident engine: ${actors.size} monitor actors rebuilt in ${loadedMs} ms`)
 
     for (let i = 0; i < WORKERS; i++) yield* Effect.forkScoped(worker)
+    yield* Effect.forkScoped(
+      refreshHealth.pipe(
+        Effect.catchAllCause((cause) => Effect.logError("health score refresh failed", cause)),
+        Effect.repeat(Schedule.spaced(HEALTH_REFRESH))
+      )
+    )
     yield* Effect.forkScoped(scheduler)
 
     // ---- the interface ------------------------------------------------------------------------
@@ -355,6 +458,6 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       }
     })
 
-    return { send, upsert, stop, stateOf, idle, stats, size: () => actors.size } as const
+    return { send, upsert, stop, stateOf, idle, refreshHealth, stats, size: () => actors.size } as const
   })
 }) {}

@@ -58,6 +58,12 @@ layer(TestServer(), { timeout: 120_000 })("monitor actors on the TestClock", (it
       expect(fail).toMatchObject({ type: "FAIL", severity: "HIGH", status: "OPEN" })
       expect(fail.details).toMatchObject({ exitCode: 3, durationMs: 2000, output: "boom", expectedDurationMs: 1000 })
       expect((yield* call("GET", `/api/monitors/${monitor.id}`)).body.status).toBe("FAILING")
+      // The health score drops with a failed run and an open HIGH incident (docs/incident-rules.md).
+      const engine = yield* Engine
+      yield* engine.refreshHealth
+      const unhealthy = (yield* call("GET", `/api/monitors/${monitor.id}`)).body.healthScore
+      expect(unhealthy).toBeLessThan(90)
+      expect(unhealthy).toBeGreaterThan(0)
       yield* TestClock.adjust("10 minutes")
       yield* call("POST", `/api/ping/${monitor.id}/success`, { body: { durationMs: 1000 } })
       yield* settle
@@ -65,6 +71,8 @@ layer(TestServer(), { timeout: 120_000 })("monitor actors on the TestClock", (it
       expect(resolved.status).toBe("RESOLVED")
       expect(resolved.mttrSeconds).toBe(600)
       expect((yield* call("GET", `/api/monitors/${monitor.id}`)).body.status).toBe("OK")
+      yield* engine.refreshHealth
+      expect((yield* call("GET", `/api/monitors/${monitor.id}`)).body.healthScore).toBeGreaterThan(unhealthy)
     }))
 
   it.effect("a run that outlives maxRuntimeSeconds is LATE once; it resolves when the run finishes", () =>
