@@ -6,8 +6,8 @@
 --   sum_ms    sum of duration_ms                 (numeric: exact)
 --   sumsq_ms  sum of duration_ms squared         (numeric: exact, so the standard deviation is too)
 --   min_ms, max_ms
---   hist      the duration histogram, sparse: [bucket, count, bucket, count, ...] for the non-empty
---             buckets, in bucket order. Buckets are those of width_bucket(jobmon_duration_scale(ms),
+--   hist      the duration histogram, sparse, as text: 'bucket,count,bucket,count,...' for the
+--             non-empty buckets, in bucket order (text, not integer[]: read back ~3x faster). Buckets are those of width_bucket(jobmon_duration_scale(ms),
 --             0, 1816, 1816): 0 holds negative durations, 1..100 hold exactly 0..99 ms (one bucket
 --             per millisecond), 101..1816 grow by a factor of 1.01 from 100 ms to about 30 days,
 --             1817 holds anything longer.
@@ -35,12 +35,11 @@ CREATE FUNCTION public.jobmon_duration_bucket(duration_ms bigint) RETURNS intege
   AS $$ SELECT width_bucket(public.jobmon_duration_scale(duration_ms), 0.0::double precision, 1816.0::double precision, 1816) $$;
 
 -- A dense histogram (as TimescaleDB's histogram() returns it, index 1 = bucket 0) made sparse.
-CREATE FUNCTION public.jobmon_hist_sparse(dense integer[]) RETURNS integer[]
+CREATE FUNCTION public.jobmon_hist_sparse(dense integer[]) RETURNS text
   LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
   AS $$
-    SELECT coalesce(array_agg(p.v ORDER BY u.o, p.k), '{}'::integer[])
+    SELECT coalesce(string_agg((u.o - 1)::text || ',' || u.c::text, ',' ORDER BY u.o), '')
     FROM unnest(dense) WITH ORDINALITY AS u(c, o)
-    CROSS JOIN LATERAL (VALUES (0, (u.o - 1)::integer), (1, u.c)) AS p(k, v)
     WHERE u.c <> 0
   $$;
 
@@ -86,7 +85,7 @@ BEGIN
       sumsq_ms   numeric NOT NULL,
       min_ms     bigint NOT NULL,
       max_ms     bigint NOT NULL,
-      hist       integer[] NOT NULL,
+      hist       text NOT NULL,
       PRIMARY KEY (monitor_id, bucket)
     );
     -- (monitor, hour) keys whose rollup row must be recomputed; written by the triggers below in

@@ -41,7 +41,7 @@ export const bucketBounds = (bucket: number): readonly [number, number] => {
 }
 
 /**
- * Adds a sparse histogram in PostgreSQL's text form (`{bucket,count,bucket,count,…}`) to `counts`.
+ * Adds a sparse histogram (`bucket,count,bucket,count,…`; any non-digits separate) to `counts`.
  * Hand-parsed: it is the hot part of an approximate query (hundreds of thousands of numbers).
  */
 export const addSparseText = (counts: Float64Array, text: string): void => {
@@ -63,6 +63,7 @@ export const addSparseText = (counts: Float64Array, text: string): void => {
       inNumber = false
     }
   }
+  if (inNumber && bucket >= 0) counts[bucket] = counts[bucket]! + value
 }
 
 /** Count, exact sums and extremes of a set of durations, with its histogram. */
@@ -84,7 +85,7 @@ export class DurationSummary {
     if (max > this.max) this.max = max
   }
 
-  /** Adds one hour's sparse histogram, as PostgreSQL prints an integer[]. */
+  /** Adds one hour's sparse histogram, as the rollup stores it. */
   addSparseText(text: string): void {
     addSparseText(this.counts, text)
   }

@@ -75,7 +75,7 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
     /** The rollup's whole hours in [fromHour, toHour). */
     const rollupRows = (monitorId: string, fromHour: Date, toHour: Date) =>
       sql<RollupRow>`
-        select runs::float8 as runs, sum_ms::text as sum_ms, sumsq_ms::text as sumsq_ms, min_ms, max_ms, hist::text as hist
+        select runs::float8 as runs, sum_ms::text as sum_ms, sumsq_ms::text as sumsq_ms, min_ms, max_ms, hist
         from run_duration_hourly
         where monitor_id = ${monitorId} and bucket >= ${fromHour} and bucket < ${toHour}`.pipe(
         Effect.orDie,
@@ -144,14 +144,11 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
             ), rolled as (
               select monitor_id, bucket, sum(n)::bigint as runs, sum(s) as sum_ms, sum(q) as sumsq_ms,
                      min(mn) as min_ms, max(mx) as max_ms,
-                     array_agg(b order by b) as bs, array_agg(n::integer order by b) as ns
+                     string_agg(b::text || ',' || n::text, ',' order by b) as hist
               from per_bucket group by 1, 2
             ), upserted as (
               insert into run_duration_hourly_data (monitor_id, bucket, runs, sum_ms, sumsq_ms, min_ms, max_ms, hist)
-              select monitor_id, bucket, runs, sum_ms, sumsq_ms, min_ms, max_ms,
-                     (select array_agg(p.x order by u.i, p.j)
-                      from unnest(bs, ns) with ordinality as u(b, n, i)
-                      cross join lateral (values (0, u.b), (1, u.n)) as p(j, x))
+              select monitor_id, bucket, runs, sum_ms, sumsq_ms, min_ms, max_ms, hist
               from rolled
               on conflict (monitor_id, bucket) do update set
                 runs = excluded.runs, sum_ms = excluded.sum_ms, sumsq_ms = excluded.sumsq_ms,
