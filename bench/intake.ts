@@ -70,6 +70,20 @@ const RATE_DELIVERED = 0.97
 
 const log = (message: string) => console.log(`[bench] ${message}`)
 
+/** Which code was measured: the commit, and whether src/ or sql/ had uncommitted changes. */
+const codeVersion = (): string => {
+  const given = process.env.BENCH_CODE_LABEL
+  if (given !== undefined && given.trim() !== "") return given.trim()
+  try {
+    const run = (command: string) => execSync(command, { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] }).toString().trim()
+    const commit = run("git rev-parse --short HEAD")
+    const dirty = run("git status --porcelain -- src sql bin package.json") !== ""
+    return `commit ${commit}${dirty ? " with uncommitted changes in src/, sql/ or package.json" : ""}`
+  } catch {
+    return "unknown code version (no git)"
+  }
+}
+
 const machine = (postgres: string, database: string): Machine => {
   let cores = os.availableParallelism()
   try {
@@ -93,7 +107,7 @@ const describeResult = (r: DriverResult, cpu?: CpuCost) => {
   const errors = r.errors === 0 ? "" : `, ${r.errors} connection errors (${r.timeouts} timeouts)`
   const cost = cpu === undefined
     ? ""
-    : `; CPU µs/ping: server ${cpu.serverUs.toFixed(0)}${cpu.postgresUs === undefined ? "" : `, PostgreSQL backends ${cpu.postgresUs.toFixed(0)}`}${cpu.postgresServerUs === undefined ? "" : ` (whole server ${cpu.postgresServerUs.toFixed(0)})`}, driver ${cpu.driverUs.toFixed(0)}; cores busy ${cpu.machineBusy === undefined ? "?" : `${(cpu.machineBusy * 100).toFixed(0)} %`}${cpu.otherCores === undefined ? "" : `, other processes ${cpu.otherCores.toFixed(2)} cores`}`
+    : `${cpu.walBytes === undefined ? "" : `; WAL ${cpu.walBytes.toFixed(0)} B/ping`}; CPU µs/ping: server ${cpu.serverUs.toFixed(0)}${cpu.postgresUs === undefined ? "" : `, PostgreSQL backends ${cpu.postgresUs.toFixed(0)}`}${cpu.postgresServerUs === undefined ? "" : ` (whole server ${cpu.postgresServerUs.toFixed(0)})`}, driver ${cpu.driverUs.toFixed(0)}; cores busy ${cpu.machineBusy === undefined ? "?" : `${(cpu.machineBusy * 100).toFixed(0)} %`}${cpu.otherCores === undefined ? "" : `, other processes ${cpu.otherCores.toFixed(2)} cores`}`
   return `${r.rps} pings/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, 2xx ${r.count2xx}${non2xx}${errors}${cost}`
 }
 
@@ -119,7 +133,9 @@ const main = async (): Promise<number> => {
   // other work on the machine weighs on the baseline and the intake alike.
   const bare = await startBare()
   const adminToken = newBootstrapToken()
-  let service: RunningServer = await startService({ databaseUrl: database.url, bootstrapToken: adminToken })
+  const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "jobmon-bench-log-"))
+  const serviceLog = path.join(logDir, "service.log")
+  let service: RunningServer = await startService({ databaseUrl: database.url, bootstrapToken: adminToken, logFile: serviceLog })
   log(`bare node:http at ${bare.url}; service at ${service.url} is healthy`)
   const facts = await db.serverFacts()
   const pgDescription = `PostgreSQL ${facts.version}${facts.timescaledb === undefined ? "" : ` + TimescaleDB ${facts.timescaledb}`}`
@@ -139,6 +155,7 @@ const main = async (): Promise<number> => {
     const backends = target === "intake" ? await db.backendPids() : []
     const postmaster = backends.length > 0 ? parentPid(backends[0]!) : undefined
     const pgBefore = postmaster === undefined ? undefined : postgresServerCpuUs(postmaster)
+    const walBefore = target === "intake" ? await db.walLsn() : undefined
     const before = sampleCpu([serverPid, ...backends])
     const result = await runDriver({
       ...config,
@@ -149,6 +166,7 @@ const main = async (): Promise<number> => {
     const after = sampleCpu([serverPid, ...backends])
     const pgAfter = postmaster === undefined ? undefined : postgresServerCpuUs(postmaster)
     const pgServerUs = pgBefore === undefined || pgAfter === undefined ? undefined : pgAfter.total - pgBefore.total
+    const walBytes = walBefore === undefined ? undefined : await db.walBytesBetween(walBefore, await db.walLsn())
     const requests = Math.max(1, result.sent)
     const serverUs = cpuBetween(before, after, [serverPid])
     const postgresUs = cpuBetween(before, after, backends)
@@ -159,6 +177,7 @@ const main = async (): Promise<number> => {
         serverUs: serverUs / requests,
         postgresUs: target === "intake" && backends.length > 0 ? postgresUs / requests : undefined,
         postgresServerUs: pgServerUs === undefined ? undefined : pgServerUs / requests,
+        walBytes: walBytes === undefined ? undefined : walBytes / requests,
         driverUs: result.driverCpuUs / requests,
         machineBusy: machineBusyBetween(before, after),
         otherCores: machineUs === undefined || wallUs <= 0
@@ -224,6 +243,7 @@ const main = async (): Promise<number> => {
   const incidents = await db.incidentCounts()
   await stopServer(bare)
   await stopServer(service)
+  const totals = await db.totals()
 
   // The checks.
   const checks: Array<Check> = []
@@ -273,12 +293,18 @@ const main = async (): Promise<number> => {
     )
   }
   const totalNon2xx = rows.filter((r) => r.target === "intake").reduce((n, r) => n + r.result.non2xx, 0)
+  const serviceTroubles = totalNon2xx > 0 || rows.some((r) => r.result.errors > 0) || fs.statSync(serviceLog).size > 0
   notes.push(totalNon2xx === 0 ? "No non-2xx answers from the intake." : `${totalNon2xx} non-2xx answers from the intake (see the table).`)
+  if (serviceTroubles) log(`the service's log (warnings and errors): ${serviceLog}`)
+  else fs.rmSync(logDir, { recursive: true, force: true })
   const unanswered = accountings.reduce((n, a) => n + a.accounting.unanswered, 0)
   notes.push(
     unanswered === 0
       ? `Each phase sends for its seconds, then waits for every answer: all ${acknowledged.toLocaleString("en-US")} pings sent were answered, so "rows written" must equal the acknowledged pings exactly (pairs: runs = acknowledged starts, closed = acknowledged successes).`
       : `${unanswered} pings were still unanswered when a phase ended (${accountings.filter((a) => a.accounting.unanswered > 0).map((a) => `${a.label}: ${a.accounting.unanswered}`).join("; ")}); the service may have stored them, so for those phases rows may exceed the acknowledged pings by at most that many.`
+  )
+  notes.push(
+    `Over the whole run (setup included: ${settings.monitors} monitors created through the API) the database committed ${totals.commits.toLocaleString("en-US")} transactions and updated \`monitors\` rows ${totals.monitorUpdates.toLocaleString("en-US")} times, for ${acknowledged.toLocaleString("en-US")} acknowledged pings (${(totals.commits / Math.max(1, acknowledged)).toFixed(3)} commits per ping).`
   )
   const crowded = rows.filter((r) => (r.cpu?.otherCores ?? 0) > 0.25)
   if (crowded.length > 0) {
@@ -322,7 +348,7 @@ const main = async (): Promise<number> => {
   // The results.
   const m = machine(pgDescription, dbDescription)
   console.log("")
-  console.log(`Ping intake — ${started.toISOString()} — ${m.cores} cores, Node ${m.node}, ${m.postgres} (${database.setup === "url" ? "DATABASE_URL" : "embedded"})`)
+  console.log(`Ping intake — ${started.toISOString()} — ${codeVersion()} — ${m.cores} cores, Node ${m.node}, ${m.postgres} (${database.setup === "url" ? "DATABASE_URL" : "embedded"})`)
   console.log(consoleTable(rows))
   console.log("")
   console.log(checksText(checks))
@@ -335,6 +361,7 @@ const main = async (): Promise<number> => {
       setup: database.setup,
       date: started.toISOString().slice(0, 16).replace("T", " ") + " UTC",
       machine: m,
+      code: codeVersion(),
       settings: `${settings.seconds} s per phase after a ${settings.warmupSeconds} s warm-up, ${settings.monitors} monitors, fixed rate over ${settings.rateConnections} connections`,
       rows,
       checks,

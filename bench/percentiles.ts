@@ -204,6 +204,7 @@ const main = async () => {
     const cpus = os.cpus()
     console.log(`machine: ${cpus.length} × ${cpus[0]?.model ?? "?"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`)
     console.log(`database: ${where}: ${server.split(" on ")[0]}${timescale ? " with TimescaleDB" : ""}`)
+    console.log(`load average at start: ${os.loadavg().map((x) => x.toFixed(2)).join(", ")} (other work on the machine skews latency)`)
     console.log(`${QUERIES} queries of window=30d after one cold query, same process as the service (HTTP over loopback)\n`)
     const pct = (x: number) => `${(x * 100).toFixed(3)}%`
     for (const setting of timescale ? (["auto", "off"] as const) : (["off"] as const)) {
@@ -221,6 +222,7 @@ const main = async () => {
       }
       console.log("")
     }
+    console.log(`load average at end: ${os.loadavg().map((x) => x.toFixed(2)).join(", ")}`)
   } finally {
     await stopEmbedded()
   }

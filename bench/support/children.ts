@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn, type SpawnOptions } from "node:child_process"
+import * as fs from "node:fs"
 
 /**
  * Every process the benchmark starts, so that all of them are stopped at the end: after success,
@@ -26,10 +27,12 @@ export const spawnChild = (
   name: string,
   command: string,
   args: ReadonlyArray<string>,
-  options: SpawnOptions & { readonly onStdout?: (text: string) => void } = {}
+  options: SpawnOptions & { readonly onStdout?: (text: string) => void; readonly logFile?: string } = {}
 ): Child => {
   const lines: Array<string> = []
+  const log = options.logFile === undefined ? undefined : fs.createWriteStream(options.logFile, { flags: "a" })
   const keep = (text: string) => {
+    log?.write(text)
     for (const line of text.split("\n")) {
       if (line.trim() === "") continue
       lines.push(line)
@@ -57,6 +60,7 @@ export const spawnChild = (
     if (options.onStdout !== undefined) options.onStdout(text)
     else keep(text)
   })
+  proc.once("exit", () => log?.end())
   proc.stderr?.on("data", (text: string) => keep(text))
   const child: Child = { name, process: proc, tail: () => lines.join("\n"), exited, hasExited: () => done }
   running.add(child)

@@ -61,11 +61,12 @@ const startEmbeddedServer = async (): Promise<string> => {
 // startEmbedded logs at info level; the benchmark prints its own progress.
 const quietLogger = Logger.minimumLogLevel(LogLevel.Warning)
 
-export const openBenchDatabase = async (): Promise<BenchDatabase> => {
+/** `prefix`: the database name's start (`<prefix>_<random>`), so each benchmark's databases are recognisable. */
+export const openBenchDatabase = async (prefix = "jobmon_bench"): Promise<BenchDatabase> => {
   const given = process.env.DATABASE_URL
   const setup = given !== undefined && given.trim() !== "" ? "url" : "embedded"
   const serverUrl = setup === "url" ? given! : await startEmbeddedServer()
-  const name = `jobmon_bench_${randomBytes(5).toString("hex")}`
+  const name = `${prefix}_${randomBytes(5).toString("hex")}`
   await adminQuery(serverUrl, `create database ${name}`)
   onCleanup(() => adminQuery(serverUrl, `drop database if exists ${name} with (force)`).then(() => undefined))
   const shown = new URL(serverUrl)
@@ -140,6 +141,27 @@ export class BenchDb {
       `select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`
     )
     return r.rows.map((row) => Number(row.pid))
+  }
+
+  /** The current WAL position (cluster-wide: on a shared server other databases' writes count too). */
+  async walLsn(): Promise<string> {
+    const r = await this.client.query<{ lsn: string }>(`select pg_current_wal_lsn()::text as lsn`)
+    return r.rows[0]!.lsn
+  }
+
+  async walBytesBetween(before: string, after: string): Promise<number> {
+    const r = await this.client.query<{ bytes: string }>(`select pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn) as bytes`, [after, before])
+    return Number(r.rows[0]!.bytes)
+  }
+
+  /**
+   * Whole-run counters of this database, read once the service has stopped (its backends flush
+   * their statistics when they exit): transactions committed, and updates of \`monitors\` rows.
+   */
+  async totals(): Promise<{ commits: number; monitorUpdates: number }> {
+    const c = await this.client.query<{ n: string }>(`select xact_commit as n from pg_stat_database where datname = current_database()`)
+    const u = await this.client.query<{ n: string }>(`select n_tup_upd as n from pg_stat_user_tables where relname = 'monitors'`)
+    return { commits: Number(c.rows[0]?.n ?? 0), monitorUpdates: Number(u.rows[0]?.n ?? 0) }
   }
 
   /** Incidents by type, when the schema has them (the engine judges every run it is told about). */

@@ -12,6 +12,8 @@ export interface CpuCost {
   readonly postgresUs: number | undefined
   /** Every process of the PostgreSQL server (WAL writer, checkpointer, autovacuum, … and, on a shared server, other sessions). */
   readonly postgresServerUs?: number | undefined
+  /** WAL written per ping, bytes (cluster-wide). */
+  readonly walBytes?: number | undefined
   readonly driverUs: number
   readonly machineBusy: number | undefined
   /** CPU used meanwhile by every other process (other work, PostgreSQL's background processes), in cores. */
@@ -69,7 +71,7 @@ const cells = (row: PhaseRow): Array<string> => {
   ]
 }
 
-const cpuColumns = ["phase", "conns", "server µs/ping", "PostgreSQL backends µs/ping", "PostgreSQL, all processes µs/ping", "driver µs/ping", "cores busy", "other processes (cores)"] as const
+const cpuColumns = ["phase", "conns", "server µs/ping", "PostgreSQL backends µs/ping", "PostgreSQL, all processes µs/ping", "WAL bytes/ping", "driver µs/ping", "cores busy", "other processes (cores)"] as const
 
 const cpuCells = (row: PhaseRow): Array<string> => {
   const c = row.cpu
@@ -79,6 +81,7 @@ const cpuCells = (row: PhaseRow): Array<string> => {
     c === undefined ? "–" : fmt(c.serverUs),
     c?.postgresUs === undefined ? "–" : fmt(c.postgresUs),
     c?.postgresServerUs === undefined ? "–" : fmt(c.postgresServerUs),
+    c?.walBytes === undefined ? "–" : fmt(c.walBytes),
     c === undefined ? "–" : fmt(c.driverUs),
     c?.machineBusy === undefined ? "–" : `${fmt(c.machineBusy * 100)} %`,
     c?.otherCores === undefined ? "–" : c.otherCores.toFixed(2)
@@ -120,6 +123,7 @@ export interface Report {
   readonly setup: "embedded" | "url"
   readonly date: string
   readonly machine: Machine
+  readonly code: string
   readonly settings: string
   readonly rows: ReadonlyArray<PhaseRow>
   readonly checks: ReadonlyArray<Check>
@@ -136,7 +140,7 @@ const block = (report: Report): string => {
     "",
     `${report.date} · ${m.cores} cores (${m.cpu}), ${m.memoryGb} GB · Node ${m.node} · ${m.os} · ${m.postgres} · ${m.database}`,
     "",
-    `Settings: ${report.settings}.`,
+    `Code: ${report.code}. Settings: ${report.settings}.`,
     "",
     markdownTable(report.rows),
     "",

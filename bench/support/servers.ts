@@ -27,6 +27,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 export interface RunningServer {
   readonly child: Child
   readonly url: string
+  /** Everything the process wrote (the service: its warnings and errors). */
+  readonly logFile?: string | undefined
 }
 
 /** The bare node:http server; resolves once it listens. */
@@ -57,6 +59,8 @@ export interface ServiceOptions {
   readonly bootstrapToken: string
   /** Directory for `node --cpu-prof` output; no profiling when undefined. */
   readonly cpuProfileDir?: string | undefined
+  /** Where the service's own output goes (appended). */
+  readonly logFile?: string | undefined
 }
 
 /** `node bin/jobmon.js serve` as a child; resolves once /healthz answers 200. */
@@ -69,6 +73,7 @@ export const startService = async (options: ServiceOptions): Promise<RunningServ
   ]
   const child = spawnChild("service", process.execPath, args, {
     cwd: ROOT,
+    ...(options.logFile === undefined ? {} : { logFile: options.logFile }),
     env: {
       ...process.env,
       DATABASE_URL: options.databaseUrl,
@@ -97,7 +102,7 @@ export const startService = async (options: ServiceOptions): Promise<RunningServ
     if (Date.now() > deadline) throw new Error(`the service was not healthy within 180 s:\n${child.tail()}`)
     await sleep(200)
   }
-  return { child, url }
+  return { child, url, logFile: options.logFile }
 }
 
 export const newBootstrapToken = () => `jmt_bench_${randomBytes(24).toString("hex")}`

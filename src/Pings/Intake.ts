@@ -290,7 +290,10 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     /** The same, as an Effect (the HttpApi handlers). */
     const submitEffect = (request: PingRequest) => Effect.async<PingReply>((resume) => submit(request, (r) => resume(Effect.succeed(r))))
 
-    return { submit, submitEffect, writerStats: writer.stats, drain: () => writer.drain() } as const
+    /** Turns ping.received events on or off (on while a webhook subscribes to them). */
+    const setPingEvents = (enabled: boolean) => Effect.sync(() => void (writer.pingEvents = enabled))
+
+    return { submit, submitEffect, setPingEvents, writerStats: writer.stats, drain: () => writer.drain() } as const
   })
 }) {}
 

@@ -1,4 +1,6 @@
 import type pg from "pg"
+import { EVENTS_LOCK_KEY } from "../Events/EventsRepo.js"
+import { pingReceived } from "../Events/Payloads.js"
 import type { RunRow } from "./Pairing.js"
 
 /**
@@ -39,6 +41,35 @@ from (
 ) p
 where m.id = p.monitor_id`
 
+/**
+ * The same, also recording one `ping.received` event per ping (docs/events.md) in the same
+ * statement, under the events table's ordering lock (src/Events/EventsRepo.ts).
+ */
+const UPSERT_WITH_EVENTS = UPSERT.replace(
+  "), upserted as (",
+  `), ping_events as (
+  insert into events (org_id, type, created_at, data, monitor_ids)
+  select e.org_id, 'ping.received', e.created_at, e.data, array[e.monitor_id]
+  from (select pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) lock,
+       jsonb_to_recordset($14::jsonb) as e(org_id uuid, monitor_id uuid, created_at timestamptz, data jsonb)
+  returning 1
+), upserted as (`
+)
+
+/** One ping's event row; the payload is pingReceived's (src/Events/Payloads.ts). */
+const pingEvent = (row: RunRow) => {
+  const input = pingReceived(row.orgId, {
+    monitorId: row.monitorId,
+    runId: row.id,
+    kind: row.status === "RUNNING" ? "start" : row.status === "SUCCESS" ? "success" : "fail",
+    at: row.pingAt,
+    status: row.status,
+    durationMs: row.durationMs,
+    exitCode: row.exitCode
+  })
+  return { org_id: row.orgId, monitor_id: row.monitorId, created_at: new Date(row.pingAt).toISOString(), data: input.data }
+}
+
 export type WriteCallback = (error: Error | undefined) => void
 
 interface Pending {
@@ -58,6 +89,8 @@ export class RunWriter {
   private closed = false
   private idleWaiters: Array<() => void> = []
   readonly stats: RunWriterStats = { batches: 0, rows: 0, largestBatch: 0 }
+  /** Record a ping.received event per ping (only while someone subscribes: it is high volume). */
+  pingEvents = false
 
   constructor(private readonly pool: pg.Pool) {}
 
@@ -105,7 +138,10 @@ export class RunWriter {
       cols[11]![i] = r.outputBytes
       cols[12]![i] = r.pingAt
     }
-    this.pool.query({ name: "jobmon_runs_upsert", text: UPSERT, values: cols }).then(
+    const query = this.pingEvents
+      ? { name: "jobmon_runs_upsert_events", text: UPSERT_WITH_EVENTS, values: [...cols, JSON.stringify(batch.map(({ row }) => pingEvent(row)))] }
+      : { name: "jobmon_runs_upsert", text: UPSERT, values: cols }
+    this.pool.query(query).then(
       () => this.settle(batch, undefined, n),
       (error: Error) => this.settle(batch, error, 0)
     )

@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { Intake } from "../../src/Pings/Intake.js"
 import { call, createMonitor, createOrganization, createToken, sendPing, TestServer } from "../support/fixture.js"
 
 const runsOf = (monitorId: string, query = "") =>
@@ -210,3 +211,24 @@ for (const fastPings of [true, false]) {
     }
   )
 }
+
+layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.received events", (it) => {
+  it.effect("are recorded per ping, in the ping's own commit, only while switched on", () =>
+    Effect.gen(function*() {
+      const intake = yield* Intake
+      const monitor = yield* createMonitor()
+      yield* sendPing(monitor.id, "success")
+      const none = yield* call("GET", `/api/events?type=ping.received&monitorId=${monitor.id}`)
+      expect(none.body.events).toHaveLength(0)
+      yield* intake.setPingEvents(true)
+      const start = yield* sendPing(monitor.id, "start")
+      const done = yield* sendPing(monitor.id, "fail", { body: { exitCode: 4, output: "password=hunter2" } })
+      const events = (yield* call("GET", `/api/events?type=ping.received&monitorId=${monitor.id}`)).body.events
+      expect(events).toHaveLength(2)
+      const byKind = Object.fromEntries(events.map((e: any) => [e.data.ping.kind, e]))
+      expect(byKind.start.data.ping).toMatchObject({ monitorId: monitor.id, runId: start.body.runId, status: "RUNNING" })
+      expect(byKind.fail.data.ping).toMatchObject({ runId: done.body.runId, status: "FAIL", exitCode: 4 })
+      expect(JSON.stringify(events)).not.toContain("hunter2")
+      yield* intake.setPingEvents(false)
+    }))
+})

@@ -1,0 +1,279 @@
+/**
+ * `npm run bench:engine`: the incident engine at 100,000 monitors in one process.
+ *
+ * On a fresh database (DATABASE_URL's server, or an embedded PostgreSQL) the service is started
+ * once to migrate and bootstrap, 100,000 idle monitors (with open runs and active incidents) are
+ * written straight in SQL, and the service is started again as a child process: the time from the
+ * spawn to a healthy /healthz, the engine's own rebuild time from its log, the idle RSS of the
+ * process; then monitors whose MISSED or LATE deadline falls 20–40 s later are created through the
+ * API and the incidents table is polled to see how soon after its deadline each incident is
+ * written. docs/performance.md ("Incident engine") describes it and holds the latest results.
+ *
+ * Targets: idle RSS ≤ 512 MB; all actors rebuilt in ≤ 10 s at start-up; a MISSED or LATE incident
+ * written ≤ 1 s after its deadline with 100,000 monitors loaded.
+ */
+import { execSync } from "node:child_process"
+import * as os from "node:os"
+import * as path from "node:path"
+import pg from "pg"
+import { cleanupAll, installSignalHandlers, onCleanup } from "./support/children.js"
+import { backgroundBusy, processCpuUs } from "./support/cpu.js"
+import { BenchDb, openBenchDatabase } from "./support/database.js"
+import { type Kind, plantDeadlines, POLL_MS, watchIncidents } from "./support/engine-deadlines.js"
+import { consoleText, type EngineReport, fmt, latencyStats, mb, median, writeEngineDocs } from "./support/engine-report.js"
+import { seedFleet } from "./support/engine-seed.js"
+import { memoryOf, startTimedService, stopTimedService, type TimedService } from "./support/engine-service.js"
+import type { Check, Machine } from "./support/report.js"
+import { newBootstrapToken, ROOT } from "./support/servers.js"
+
+const env = (name: string, fallback: string) => {
+  const value = process.env[name]
+  return value === undefined || value.trim() === "" ? fallback : value.trim()
+}
+const whole = (name: string, fallback: number, min = 1) => {
+  const n = Number(env(name, String(fallback)))
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number ≥ ${min}`)
+  return n
+}
+
+const settings = {
+  monitors: whole("BENCH_ENGINE_MONITORS", 100_000),
+  openRuns: whole("BENCH_ENGINE_OPEN_RUNS", 3_000, 0),
+  incidents: whole("BENCH_ENGINE_INCIDENTS", 300, 0),
+  missed: whole("BENCH_ENGINE_MISSED", 200),
+  late: whole("BENCH_ENGINE_LATE", 100),
+  idleSeconds: whole("BENCH_ENGINE_IDLE_SECONDS", 15),
+  writeDocs: env("BENCH_WRITE_DOCS", "1") !== "0",
+  strict: env("BENCH_STRICT", "0") === "1"
+}
+
+const RSS_TARGET = 512 * 2 ** 20
+const REBUILD_TARGET_MS = 10_000
+const LATENCY_TARGET_MS = 1_000
+const RSS_SAMPLES = 5
+const HISTORY_PER_OPEN_RUN = 30
+
+const log = (message: string) => console.log(`[bench:engine] ${message}`)
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const machine = (postgres: string, database: string): Machine => {
+  let cores = os.availableParallelism()
+  try {
+    cores = Number(execSync("nproc", { stdio: ["ignore", "pipe", "ignore"] }).toString().trim()) || cores
+  } catch {
+    // nproc missing: node's count
+  }
+  return {
+    cores,
+    cpu: os.cpus()[0]?.model.trim() ?? "unknown CPU",
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    os: `${os.type()} ${os.release()}`,
+    postgres,
+    database
+  }
+}
+
+const main = async (): Promise<number> => {
+  installSignalHandlers()
+  const started = new Date()
+  log(
+    `${fmt(settings.monitors)} monitors, ${fmt(settings.openRuns)} open runs, ${settings.incidents} active incidents; ${settings.missed} MISSED and ${settings.late} LATE deadlines planted`
+  )
+  const background = await backgroundBusy(1000)
+
+  const database = await openBenchDatabase("jobmon_bench_engine")
+  log(`database: ${database.describe}`)
+  const client = new pg.Client({ connectionString: database.url })
+  await client.connect()
+  onCleanup(() => client.end())
+  const adminToken = newBootstrapToken()
+
+  // 1. Migrations and the default organization: start the service once on the empty database.
+  const first = await startTimedService({ databaseUrl: database.url, bootstrapToken: adminToken })
+  log(`empty database: healthy ${fmt(first.spawnToHealthyMs)} ms after the spawn (engine: ${first.engine?.actors ?? "?"} actors in ${first.engine?.rebuildMs ?? "?"} ms); mode ${first.databaseMode ?? "?"}`)
+  const emptyRss = memoryOf(first.pid)
+  await stopTimedService(first)
+  const db = await BenchDb.connect(database.url)
+  onCleanup(() => db.close())
+  const facts = await db.serverFacts()
+  const pgDescription = `PostgreSQL ${facts.version}${facts.timescaledb === undefined ? "" : ` + TimescaleDB ${facts.timescaledb}`}`
+  const dbDescription = `database mode ${first.databaseMode ?? "?"}; runs ${facts.runsIsHypertable ? "is a hypertable" : "is a plain table"}`
+  log(`${pgDescription}; ${dbDescription}`)
+
+  // 2. The idle fleet, straight in SQL.
+  const org = await client.query<{ id: string }>(`select id from organizations where slug = 'default'`)
+  const orgId = org.rows[0]?.id
+  if (orgId === undefined) throw new Error("the service did not create the default organization")
+  const seed = await seedFleet(client, {
+    orgId,
+    count: settings.monitors,
+    openRuns: settings.openRuns,
+    historyPerOpenRun: HISTORY_PER_OPEN_RUN,
+    activeIncidents: settings.incidents,
+    quietMinutes: 15
+  })
+  log(
+    `seeded in ${fmt(seed.ms / 1000, 1)} s: ${fmt(seed.monitors)} monitors (${fmt(seed.paused)} paused), ${fmt(seed.openRuns)} open runs (${fmt(seed.learnedLimit)} with a learned LATE limit, ${fmt(seed.historyRuns)} past runs), ${seed.activeIncidents} active incidents; earliest deadline ${seed.earliestDeadline?.toISOString() ?? "none"}`
+  )
+  const incidentsBefore = Number((await client.query<{ n: string }>(`select count(*) as n from incidents`)).rows[0]!.n)
+
+  // 3. The start-up with 100,000 monitors.
+  const service: TimedService = await startTimedService({ databaseUrl: database.url, bootstrapToken: adminToken })
+  const engine = service.engine
+  log(
+    `healthy ${fmt(service.spawnToHealthyMs)} ms after the spawn; engine: ${engine === undefined ? "no start-up line in the log" : `${fmt(engine.actors)} actors rebuilt in ${fmt(engine.rebuildMs)} ms (line seen ${fmt(engine.seenAfterMs)} ms after the spawn)`}`
+  )
+  const peakAfterStart = memoryOf(service.pid)?.hwm
+
+  // 4. Idle: RSS (and CPU) of the process with nothing to do.
+  const cpuIdleFrom = processCpuUs(service.pid)
+  const idleFrom = Date.now()
+  await sleep(settings.idleSeconds * 1000)
+  const rssSamples: Array<number> = []
+  let hwm: number | undefined
+  for (let i = 0; i < RSS_SAMPLES; i++) {
+    if (i > 0) await sleep(1000)
+    const m = memoryOf(service.pid)
+    if (m !== undefined) {
+      rssSamples.push(m.rss)
+      hwm = m.hwm
+    }
+  }
+  const cpuIdleTo = processCpuUs(service.pid)
+  const idleCpu = cpuIdleFrom === undefined || cpuIdleTo === undefined ? undefined : (cpuIdleTo - cpuIdleFrom) / ((Date.now() - idleFrom) * 1000)
+  const idleRss = rssSamples.length === 0 ? undefined : median(rssSamples)
+  log(`idle RSS after ${settings.idleSeconds} s: ${rssSamples.map(mb).join(", ")} (median ${mb(idleRss)}); peak (VmHWM) ${mb(hwm)}; idle CPU ${idleCpu === undefined ? "?" : `${fmt(idleCpu * 100, 1)} %`} of a core`)
+
+  // 5. Deadlines 20–40 s ahead, with 100,000 monitors loaded.
+  const plant = await plantDeadlines({ url: service.url, token: adminToken }, client, {
+    missed: settings.missed,
+    late: settings.late,
+    concurrency: 8
+  })
+  const planted = plant.planted
+  const first_ = Math.min(...planted.map((p) => p.deadline))
+  const last_ = Math.max(...planted.map((p) => p.deadline))
+  const distinct = new Set(planted.map((p) => p.deadline)).size
+  log(
+    `planted ${planted.length} monitors through the API in ${fmt(plant.ms)} ms; deadlines from ${fmt((first_ - Date.now()) / 1000, 1)} s to ${fmt((last_ - Date.now()) / 1000, 1)} s from now (${distinct} distinct instants); polling every ${POLL_MS} ms`
+  )
+  const watch = await watchIncidents(client, planted, 15_000)
+  const afterRss = memoryOf(service.pid)
+  const backgroundIncidents = Number(
+    (await client.query<{ n: string }>(`select count(*) as n from incidents where monitor_id <> all($1::uuid[])`, [planted.map((p) => p.id)])).rows[0]!.n
+  )
+  const stopFrom = Date.now()
+  await stopTimedService(service)
+  const stopMs = Date.now() - stopFrom
+  log(`service stopped in ${fmt(stopMs)} ms`)
+
+  // 6. Checks.
+  const stats = (kind: Kind) =>
+    latencyStats(
+      planted.filter((p) => p.kind === kind).length,
+      watch.seen.filter((s) => s.kind === kind).map((s) => s.latencyMs)
+    )
+  const missed = stats("MISSED")
+  const late = stats("LATE")
+  const kindOf = new Map(planted.map((p) => [p.id, p.kind]))
+  const wrong: Array<string> = []
+  for (const p of planted) {
+    const rows = watch.rows.filter((r) => r.id === p.id)
+    const own = rows.find((r) => r.type === p.kind)?.n ?? 0
+    const other = rows.filter((r) => r.type !== p.kind)
+    if (own !== 1 || other.length > 0) {
+      wrong.push(`${p.kind} ${p.schedule}: ${own} ${p.kind}${other.map((o) => `, ${o.n} ${o.type}`).join("")}`)
+    }
+  }
+  const misdated = watch.seen.filter((s) => s.createdAt !== s.deadline)
+  const countsOk = wrong.length === 0 && backgroundIncidents === incidentsBefore
+  const actorsOk = engine !== undefined && engine.actors === seed.monitors
+
+  const checks: Array<Check> = []
+  checks.push({
+    name: `all actors rebuilt ≤ ${REBUILD_TARGET_MS / 1000} s at start-up`,
+    pass: engine !== undefined && actorsOk && engine.rebuildMs <= REBUILD_TARGET_MS,
+    detail: engine === undefined
+      ? "the engine's start-up line was not in the log"
+      : `${fmt(engine.actors)} of ${fmt(seed.monitors)} actors in ${fmt(engine.rebuildMs)} ms (engine log); spawn → /healthz 200 ${fmt(service.spawnToHealthyMs)} ms (${fmt(first.spawnToHealthyMs)} ms with an empty database)`
+  })
+  checks.push({
+    name: "idle RSS ≤ 512 MB",
+    pass: idleRss !== undefined && idleRss <= RSS_TARGET,
+    detail: `median of ${rssSamples.length} readings after ${settings.idleSeconds} s idle: ${mb(idleRss)} (${rssSamples.map(mb).join(", ")}); peak during start-up ${mb(hwm)}`
+  })
+  for (const [kind, s] of [["MISSED", missed], ["LATE", late]] as const) {
+    checks.push({
+      name: `${kind} written ≤ ${LATENCY_TARGET_MS / 1000} s after its deadline`,
+      pass: s.seen === s.planted && s.max <= LATENCY_TARGET_MS,
+      detail: `${s.seen} of ${s.planted} seen; first seen − deadline p50 ${fmt(s.p50)} ms, p99 ${fmt(s.p99)} ms, max ${fmt(s.max)} ms`
+    })
+  }
+  checks.push({
+    name: "exactly one incident of its kind per planted monitor, none on the idle fleet",
+    pass: countsOk,
+    detail: `${planted.length - wrong.length} of ${planted.length} planted monitors right${wrong.length === 0 ? "" : ` (wrong: ${wrong.slice(0, 5).join("; ")}${wrong.length > 5 ? "; …" : ""})`}; idle fleet ${backgroundIncidents - incidentsBefore} new incidents`
+  })
+
+  const notes: Array<string> = []
+  notes.push(
+    misdated.length === 0
+      ? "Every incident's created_at equals the planted deadline to the millisecond (the rules date an incident at its deadline), so the deadlines the latencies are measured from are the engine's own."
+      : `${misdated.length} incidents have a created_at different from the planted deadline (e.g. ${misdated.slice(0, 3).map((s) => `${kindOf.get(s.id)} ${s.createdAt - s.deadline} ms`).join(", ")}).`
+  )
+  notes.push(
+    `Latency resolution: ${fmt(watch.polls)} polls, one every ${fmt(watch.meanPollMs)} ms on average (longest gap ${fmt(watch.maxPollGapMs)} ms); each latency is an upper bound by up to one poll interval.`
+  )
+  if (background !== undefined && background > 0.2) {
+    notes.push(`Before the run the cores were ${fmt(background * 100)} % busy with other work.`)
+  }
+
+  // 7. Results.
+  const m = machine(pgDescription, dbDescription)
+  const rows: Array<readonly [string, string]> = [
+    ["monitors (idle fleet + planted)", `${fmt(seed.monitors)} + ${planted.length}`],
+    ["open runs / active incidents loaded at start-up", `${fmt(seed.openRuns)} (${fmt(seed.learnedLimit)} learned LATE limits) / ${seed.activeIncidents}`],
+    ["rebuild, engine log", engine === undefined ? "–" : `${fmt(engine.rebuildMs)} ms (${fmt(engine.actors)} actors)`],
+    ["spawn → /healthz 200", `${fmt(service.spawnToHealthyMs)} ms (empty database: ${fmt(first.spawnToHealthyMs)} ms)`],
+    ["idle RSS, median of 5", `${mb(idleRss)} (empty database: ${mb(emptyRss?.rss)})`],
+    ["peak RSS (VmHWM)", `${mb(hwm ?? peakAfterStart)}`],
+    ["idle CPU", idleCpu === undefined ? "–" : `${fmt(idleCpu * 100, 1)} % of a core`],
+    ["MISSED latency p50 / p99 / max", `${fmt(missed.p50)} / ${fmt(missed.p99)} / ${fmt(missed.max)} ms`],
+    ["LATE latency p50 / p99 / max", `${fmt(late.p50)} / ${fmt(late.p99)} / ${fmt(late.max)} ms`],
+    ["MISSED / LATE incidents (seen of planted)", `${missed.seen} / ${missed.planted}, ${late.seen} / ${late.planted}`],
+    ["RSS after the deadlines", mb(afterRss?.rss)],
+    ["seeding (SQL) / planting (API)", `${fmt(seed.ms / 1000, 1)} s / ${fmt(plant.ms / 1000, 1)} s`],
+    ["stop (SIGINT → exit)", `${fmt(stopMs)} ms`]
+  ]
+  const report: EngineReport = {
+    setup: database.setup,
+    date: started.toISOString().slice(0, 16).replace("T", " ") + " UTC",
+    machine: m,
+    rows,
+    checks,
+    notes
+  }
+  console.log("")
+  console.log(`Incident engine — ${started.toISOString()} — ${m.cores} cores, Node ${m.node}, ${m.postgres} (${database.setup === "url" ? "DATABASE_URL" : "embedded"})`)
+  console.log(consoleText(report))
+  if (settings.writeDocs) {
+    const file = path.join(ROOT, "docs", "performance.md")
+    writeEngineDocs(file, report)
+    log(`results written to ${path.relative(process.cwd(), file)} ("Incident engine", ${database.setup} block)`)
+  }
+  if (!countsOk || !actorsOk) return 1
+  if (settings.strict && checks.some((c) => !c.pass)) return 1
+  return 0
+}
+
+let code = 1
+try {
+  code = await main()
+} catch (error) {
+  console.error(`[bench:engine] failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
+  code = 1
+} finally {
+  await cleanupAll()
+}
+process.exit(code)
