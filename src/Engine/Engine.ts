@@ -5,6 +5,7 @@ import { IncidentRelay } from "../Incidents/Listener.js"
 import { scheduleOf } from "../Monitors/StoredSchedule.js"
 import type { MonitorRow } from "../Monitors/MonitorsRepo.js"
 import { DeadlineHeap } from "./Heap.js"
+import { MaintenanceSuppressions } from "../Maintenance/Suppressions.js"
 import {
   type ActiveIncident,
   DURATION_MEMORY,
@@ -50,6 +51,8 @@ interface Actor {
 }
 
 const WORKERS = 16
+/** Least time between two writes of the monitors' derived fields. */
+export const MONITOR_FLUSH_MS = 200
 /** How often health scores of monitors with news are recomputed. */
 export const HEALTH_REFRESH = "30 seconds"
 
@@ -202,12 +205,18 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         case "ResolveIncidents":
           return incidents.autoResolve({ monitorId: config.id, types: effect.types, at: effect.at, reason: effect.reason })
         case "UpdateMonitor":
-          return sql`
-            update monitors set status = ${effect.status},
-              next_expected_at = ${effect.nextExpectedAt === null ? null : new Date(effect.nextExpectedAt)}
-            where id = ${config.id}`
+          return Effect.sync(() => {
+            const pending = pendingFor(config.id)
+            pending.status = effect.status
+            pending.nextExpectedAt = effect.nextExpectedAt
+            pending.setNext = true
+          })
         case "Suppressed":
-          return Effect.logDebug(`monitor ${config.id}: ${effect.type} suppressed by maintenance`)
+          // Counted on the history entry of each maintenance period covering the monitor (docs/maintenance.md).
+          return Effect.flatMap(Effect.serviceOption(MaintenanceSuppressions), (counter) =>
+            Option.isSome(counter)
+              ? counter.value.count(config.id, effect.type, effect.at)
+              : Effect.logDebug(`monitor ${config.id}: ${effect.type} suppressed by maintenance`))
       }
     }
 
@@ -217,6 +226,11 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
           const durations = yield* loadDurations(actor)
           actor.state = { ...actor.state, recentDurations: durations }
           actor.durationsLoaded = true
+        }
+        if (event._tag === "RunStarted" || event._tag === "RunFinished") {
+          const pending = pendingFor(actor.id)
+          pending.lastPingAt = Math.max(pending.lastPingAt ?? 0, event.at)
+          if (event._tag === "RunFinished") pending.lastRunStatus = event.run.status
         }
         const decision = decide(actor.state, event, ctx)
         actor.state = decision.state
@@ -255,6 +269,77 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         }
         actor.busy = false
         reschedule(actor)
+      }
+    })
+
+    // ---- what the actors change on their monitors, coalesced ----------------------------------
+
+    /**
+     * Status, next expected time, last ping and last run status of each monitor are written in one
+     * statement for all monitors with news, at most every MONITOR_FLUSH_MS: a monitor pinged many
+     * times a second costs one row update per flush, not one per ping.
+     */
+    interface PendingMonitor {
+      status?: string
+      setNext?: boolean
+      nextExpectedAt?: number | null
+      lastPingAt?: number
+      lastRunStatus?: "SUCCESS" | "FAIL"
+    }
+    let pendingMonitors = new Map<string, PendingMonitor>()
+    let flushing = false
+    const flushWake = yield* Queue.sliding<void>(1)
+    const pendingFor = (id: string): PendingMonitor => {
+      let pending = pendingMonitors.get(id)
+      if (pending === undefined) {
+        pending = {}
+        pendingMonitors.set(id, pending)
+        if (pendingMonitors.size === 1) Queue.unsafeOffer(flushWake, undefined)
+      }
+      return pending
+    }
+    const toDate = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms))
+    const flushMonitors = Effect.gen(function*() {
+      if (pendingMonitors.size === 0) return
+      const batch = pendingMonitors
+      pendingMonitors = new Map()
+      flushing = true
+      const ids: Array<string> = []
+      const statuses: Array<string | null> = []
+      const setNext: Array<boolean> = []
+      const next: Array<Date | null> = []
+      const lastPing: Array<Date | null> = []
+      const lastRun: Array<string | null> = []
+      for (const [id, p] of batch) {
+        ids.push(id)
+        statuses.push(p.status ?? null)
+        setNext.push(p.setNext === true)
+        next.push(toDate(p.nextExpectedAt))
+        lastPing.push(toDate(p.lastPingAt))
+        lastRun.push(p.lastRunStatus ?? null)
+      }
+      yield* sql`
+        update monitors m set
+          status = coalesce(u.status, m.status),
+          next_expected_at = case when u.set_next then u.next_expected_at else m.next_expected_at end,
+          last_ping_at = greatest(m.last_ping_at, u.last_ping_at),
+          last_run_status = coalesce(u.last_run_status, m.last_run_status)
+        from unnest(${ids}::uuid[], ${statuses}::text[], ${setNext}::bool[], ${next}::timestamptz[],
+                    ${lastPing}::timestamptz[], ${lastRun}::text[])
+          as u(id, status, set_next, next_expected_at, last_ping_at, last_run_status)
+        where m.id = u.id`.pipe(
+        Effect.retry(retryPolicy),
+        Effect.catchAllCause((cause) => Effect.logError("could not write monitor states", cause)),
+        Effect.ensuring(Effect.sync(() => void (flushing = false)))
+      )
+    })
+    const realDelay = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
+    const monitorFlusher = Effect.gen(function*() {
+      for (;;) {
+        if (pendingMonitors.size === 0) yield* Queue.take(flushWake)
+        yield* flushMonitors
+        // Coalescing window: real time, whatever the Clock (it is a write cadence, not a rule).
+        yield* realDelay(MONITOR_FLUSH_MS)
       }
     })
 
@@ -387,6 +472,8 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
     yield* Effect.logInfo(`incident engine: ${actors.size} monitor actors rebuilt in ${loadedMs} ms`)
 
     for (let i = 0; i < WORKERS; i++) yield* Effect.forkScoped(worker)
+    yield* Effect.forkScoped(monitorFlusher)
+    yield* Effect.addFinalizer(() => flushMonitors)
     yield* Effect.forkScoped(
       refreshHealth.pipe(
         Effect.catchAllCause((cause) => Effect.logError("health score refresh failed", cause)),
@@ -453,7 +540,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       for (;;) {
         let busy = false
         for (const actor of actors.values()) if (actor.busy || actor.mailbox.length > 0) busy = true
-        if (!busy) return
+        if (!busy && pendingMonitors.size === 0 && !flushing) return
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2)))
       }
     })

@@ -6,7 +6,8 @@ import type { RunRow } from "./Pairing.js"
 /**
  * The group-commit writer. Rows from many monitors collect while the previous batch is being
  * written and go to PostgreSQL in one prepared statement (multi-row `unnest` upsert) the moment that
- * batch commits: no timer, batches grow with load. Every caller is answered after the commit that
+ * batch commits: no timer, batches grow with load. Only runs are written here; what a ping changes
+ * on its monitor (lastPingAt, status) is written by the engine, coalesced (src/Engine/Engine.ts). Every caller is answered after the commit that
  * holds its row, so an acknowledged ping is durable. Plain callbacks, no fibers: this is the hot path.
  */
 
@@ -16,44 +17,35 @@ const UPSERT = `
 with input as (
   select * from unnest(
     $1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::float8[], $6::bool[], $7::float8[], $8::int8[],
-    $9::int4[], $10::text[], $11::bool[], $12::int4[], $13::float8[]
+    $9::int4[], $10::text[], $11::bool[], $12::int4[]
   ) as t(id, monitor_id, org_id, status, started_ms, start_inferred, finished_ms, duration_ms,
-         exit_code, output, output_truncated, output_bytes, ping_ms)
-), upserted as (
-  insert into runs (id, monitor_id, org_id, status, started_at, start_inferred, finished_at, duration_ms,
-                    exit_code, output, output_truncated, output_bytes)
-  select id, monitor_id, org_id, status, to_timestamp(started_ms / 1000.0), start_inferred,
-         to_timestamp(finished_ms / 1000.0), duration_ms, exit_code, output, output_truncated, output_bytes
-  from input
-  on conflict (id, started_at) do update set
-    status = excluded.status, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
-    exit_code = excluded.exit_code, output = excluded.output, output_truncated = excluded.output_truncated,
-    output_bytes = excluded.output_bytes
-
+         exit_code, output, output_truncated, output_bytes)
 )
--- Data-modifying CTEs always run to completion: the insert above happens in this same statement.
-update monitors m set last_ping_at = greatest(m.last_ping_at, p.at),
-  last_run_status = coalesce(p.last_status, m.last_run_status)
-from (
-  select monitor_id, to_timestamp(max(ping_ms) / 1000.0) as at,
-         (array_agg(status order by ping_ms desc) filter (where status <> 'RUNNING'))[1] as last_status
-  from input group by monitor_id
-) p
-where m.id = p.monitor_id`
+insert into runs (id, monitor_id, org_id, status, started_at, start_inferred, finished_at, duration_ms,
+                  exit_code, output, output_truncated, output_bytes)
+select id, monitor_id, org_id, status, to_timestamp(started_ms / 1000.0), start_inferred,
+       to_timestamp(finished_ms / 1000.0), duration_ms, exit_code, output, output_truncated, output_bytes
+from input
+on conflict (id, started_at) do update set
+  status = excluded.status, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
+  exit_code = excluded.exit_code, output = excluded.output, output_truncated = excluded.output_truncated,
+  output_bytes = excluded.output_bytes`
 
 /**
  * The same, also recording one `ping.received` event per ping (docs/events.md) in the same
  * statement, under the events table's ordering lock (src/Events/EventsRepo.ts).
  */
 const UPSERT_WITH_EVENTS = UPSERT.replace(
-  "), upserted as (",
-  `), ping_events as (
+  "\n)\ninsert into runs",
+  `
+), ping_events as (
   insert into events (org_id, type, created_at, data, monitor_ids)
   select e.org_id, 'ping.received', e.created_at, e.data, array[e.monitor_id]
   from (select pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) lock,
-       jsonb_to_recordset($14::jsonb) as e(org_id uuid, monitor_id uuid, created_at timestamptz, data jsonb)
+       jsonb_to_recordset($13::jsonb) as e(org_id uuid, monitor_id uuid, created_at timestamptz, data jsonb)
   returning 1
-), upserted as (`
+)
+insert into runs`
 )
 
 /** One ping's event row; the payload is pingReceived's (src/Events/Payloads.ts). */
@@ -121,7 +113,7 @@ export class RunWriter {
     for (const { row } of batch) byId.set(row.id, row)
     const rows = [...byId.values()]
     const n = rows.length
-    const cols: Array<Array<unknown>> = Array.from({ length: 13 }, () => new Array(n))
+    const cols: Array<Array<unknown>> = Array.from({ length: 12 }, () => new Array(n))
     for (let i = 0; i < n; i++) {
       const r = rows[i]!
       cols[0]![i] = r.id
@@ -136,7 +128,6 @@ export class RunWriter {
       cols[9]![i] = r.output
       cols[10]![i] = r.outputTruncated
       cols[11]![i] = r.outputBytes
-      cols[12]![i] = r.pingAt
     }
     const query = this.pingEvents
       ? { name: "jobmon_runs_upsert_events", text: UPSERT_WITH_EVENTS, values: [...cols, JSON.stringify(batch.map(({ row }) => pingEvent(row)))] }
