@@ -153,6 +153,14 @@ const runMode = async (serverUrl: string, timescale: "auto" | "off") => {
       }
     }
 
+    const baselineMonitor = await monitor("baseline")
+    const baseline: Array<number> = []
+    for (let i = 0; i < QUERIES + 1; i++) {
+      const t = performance.now()
+      await api("GET", `/api/monitors/${baselineMonitor}`)
+      if (i > 0) baseline.push(performance.now() - t)
+    }
+    baseline.sort((a, b) => a - b)
     const large = await monitor("one million runs")
     const seedLarge = await seed(large, LARGE, "29 days 23 hours")
     let refreshMs = 0
@@ -165,7 +173,7 @@ const runMode = async (serverUrl: string, timescale: "auto" | "off") => {
     const small = await monitor("one hundred thousand runs")
     await seed(small, EXACT, "29 days")
     const exact = await measure(`${EXACT.toLocaleString("en")} runs / 29 d`, small)
-    return { mode, seedLarge, refreshMs, results: [approximate, exact] }
+    return { mode, seedLarge, refreshMs, baselineMs: quantile(baseline, 0.5), results: [approximate, exact] }
   } finally {
     await pool.end()
     await Effect.runPromise(Scope.close(scope, Exit.void).pipe(Effect.provide(quiet)))
@@ -208,10 +216,11 @@ const main = async () => {
     console.log(`${QUERIES} queries of window=30d after one cold query, same process as the service (HTTP over loopback)\n`)
     const pct = (x: number) => `${(x * 100).toFixed(3)}%`
     for (const setting of timescale ? (["auto", "off"] as const) : (["off"] as const)) {
-      const { mode, seedLarge, refreshMs, results } = await runMode(serverUrl, setting)
+      const { mode, seedLarge, refreshMs, baselineMs, results } = await runMode(serverUrl, setting)
       console.log(`## mode: ${mode}`)
       console.log(`seeding 1,000,000 runs: ${(seedLarge / 1000).toFixed(1)} s` +
         (refreshMs > 0 ? `; refresh_continuous_aggregate over them: ${(refreshMs / 1000).toFixed(1)} s` : ""))
+      console.log(`baseline: GET /api/monitors/{id} median ${baselineMs.toFixed(1)} ms (authentication, routing, one indexed row)`)
       console.log("| sample | method | cold query | median | p95 | max error p50 / p75 / p90 / p95 / p99 / max | mean, stddev error |")
       console.log("|---|---|---|---|---|---|---|")
       for (const r of results) {

@@ -15,7 +15,7 @@ export const ceilHour = (ms: number) => Math.ceil(ms / HOUR_MS) * HOUR_MS
  * - Continuous aggregate (TimescaleDB): TimescaleDB's policy refreshes it; the service runs one
  *   refresh over all time at start-up (the aggregate is created empty, and an upgrade may find runs).
  * - Table: a background fiber recomputes the dirty (monitor, hour) keys every minute, and
- *   `refreshMonitor` does the same for one monitor right before an approximate query.
+ *   `refreshMonitor` does the same for one monitor's hours before a query reads them.
  */
 export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
   dependencies: [StatsRepo.Default],
@@ -23,19 +23,25 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
     const repo = yield* StatsRepo
     const backing = yield* repo.rollupBacking
 
-    const drain = (monitorId: string | null, wait: boolean) =>
+    const drain = (monitorId: string | null, wait: boolean, before: Date | null = null) =>
       Effect.gen(function*() {
         let total = 0
         while (true) {
-          const claimed = yield* repo.refreshDirty(monitorId, REFRESH_BATCH, wait)
+          const claimed = yield* repo.refreshDirty(monitorId, REFRESH_BATCH, wait, before)
           total += claimed
           if (claimed < REFRESH_BATCH) return total
         }
       })
 
-    /** Brings one monitor's rollup rows up to date (a no-op over a continuous aggregate). */
-    const refreshMonitor = (monitorId: string) =>
-      backing.incremental ? Effect.asVoid(drain(monitorId, true)) : Effect.void
+    /**
+     * Brings one monitor's rollup rows of the hours before `before` up to date (a no-op over a
+     * continuous aggregate). Queries read later hours from raw runs, so the hour in progress, dirty
+     * after nearly every run, is left to the background refresher. Costs one read when nothing is dirty.
+     */
+    const refreshMonitor = (monitorId: string, before: Date) =>
+      backing.incremental
+        ? Effect.flatMap(repo.hasDirty(monitorId, before), (dirty) => (dirty ? Effect.asVoid(drain(monitorId, true, before)) : Effect.void))
+        : Effect.void
 
     /** Brings every monitor's rollup rows up to date. */
     const refreshAll = backing.incremental

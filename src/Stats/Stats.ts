@@ -104,15 +104,15 @@ export class Stats extends Effect.Service<Stats>()("jobmon/Stats", {
     /**
      * Duration statistics of a monitor's successful runs that started in [now − window, now].
      * The choice of method costs one indexed sum over the window's rollup rows. A rollup table is
-     * first brought up to date for this monitor (its dirty hours, usually none or the current one),
-     * so that the choice and the approximation see every committed run.
+     * first brought up to date for this monitor's completed hours (usually nothing to do), so that
+     * the choice and the approximation see every committed run.
      */
     const percentiles = (monitorId: string, period: string, windowMillis: number) =>
       Effect.gen(function*() {
         const toMs = yield* Clock.currentTimeMillis
         const fromMs = toMs - windowMillis
-        yield* rollup.refreshMonitor(monitorId)
-        const estimate = yield* repo.rollupCount(monitorId, new Date(floorHour(fromMs)), new Date(toMs))
+        yield* rollup.refreshMonitor(monitorId, new Date(floorHour(toMs)))
+        const estimate = yield* repo.rollupCount(monitorId, new Date(floorHour(fromMs)), new Date(floorHour(toMs)), new Date(toMs))
         if (estimate <= EXACT_LIMIT) {
           const result = yield* exact(monitorId, period, new Date(fromMs), new Date(toMs))
           return { statistics: result, method: "exact" as StatisticsMethod }

@@ -62,11 +62,17 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
         Effect.withSpan("StatsRepo.exact")
       )
 
-    /** Runs counted by the rollup in the hours that overlap [from, to]: the cheap size estimate. */
-    const rollupCount = (monitorId: string, fromHour: Date, to: Date) =>
+    /**
+     * The cheap size estimate: the rollup's runs in the completed hours from the one holding `from`,
+     * plus the raw runs of the hour in progress (at most an hour of one monitor's runs).
+     */
+    const rollupCount = (monitorId: string, fromHour: Date, toHour: Date, to: Date) =>
       sql<{ n: number }>`
-        select coalesce(sum(runs), 0)::float8 as n from run_duration_hourly
-        where monitor_id = ${monitorId} and bucket >= ${fromHour} and bucket <= ${to}`.pipe(
+        select (select coalesce(sum(runs), 0) from run_duration_hourly
+                where monitor_id = ${monitorId} and bucket >= ${fromHour} and bucket < ${toHour})::float8
+             + (select count(*) from runs
+                where monitor_id = ${monitorId} and status = 'SUCCESS' and duration_ms is not null
+                  and started_at >= ${toHour} and started_at <= ${to})::float8 as n`.pipe(
         Effect.map((rows) => rows[0]?.n ?? 0),
         Effect.orDie,
         Effect.withSpan("StatsRepo.rollupCount")
@@ -109,7 +115,7 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
      * `wait = false` skips keys that writers or another refresher hold (the background refresher);
      * `wait = true` waits for them (the refresh right before a query, for current results).
      */
-    const refreshDirty = (monitorId: string | null, limit: number, wait: boolean) =>
+    const refreshDirty = (monitorId: string | null, limit: number, wait: boolean, before: Date | null = null) =>
       sql.withTransaction(
         Effect.gen(function*() {
           const claimed = yield* sql<DirtyKey>`
@@ -117,6 +123,7 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
             where (d.monitor_id, d.bucket) in (
               select monitor_id, bucket from run_duration_dirty
               where ${monitorId === null ? sql.literal("true") : sql`monitor_id = ${monitorId}`}
+                and ${before === null ? sql.literal("true") : sql`bucket < ${before}`}
               order by monitor_id, bucket
               limit ${limit}
               for update ${sql.literal(wait ? "" : "skip locked")})
@@ -162,6 +169,14 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
         })
       ).pipe(Effect.orDie, Effect.withSpan("StatsRepo.refreshDirty"))
 
+    /** Whether a monitor has dirty hours before `before` (a read, to skip the refresh transaction). */
+    const hasDirty = (monitorId: string, before: Date) =>
+      sql<{ one: number }>`
+        select 1 as one from run_duration_dirty where monitor_id = ${monitorId} and bucket < ${before} limit 1`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      )
+
     /** TimescaleDB mode: materialize everything up to the last whole hour (not in a transaction). */
     const refreshContinuousAggregate = (until: Date) =>
       sql`call refresh_continuous_aggregate('public.run_duration_hourly_cagg', null, ${until}::timestamptz)`.pipe(
@@ -170,6 +185,6 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
         Effect.withSpan("StatsRepo.refreshContinuousAggregate")
       )
 
-    return { exact, rollupCount, rollupRows, rawBuckets, rollupBacking, refreshDirty, refreshContinuousAggregate } as const
+    return { exact, rollupCount, rollupRows, rawBuckets, rollupBacking, refreshDirty, hasDirty, refreshContinuousAggregate } as const
   })
 }) {}
