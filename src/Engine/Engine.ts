@@ -8,6 +8,7 @@ import { DeadlineHeap } from "./Heap.js"
 import { MaintenanceSuppressions } from "../Maintenance/Suppressions.js"
 import {
   type ActiveIncident,
+  type Decision,
   DURATION_MEMORY,
   type EngineEffect,
   type EngineEvent,
@@ -220,6 +221,22 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       }
     }
 
+    /** Takes a decision's new state, and what it means for the monitor row and its health score. */
+    const commit = (actor: Actor, event: EngineEvent, decision: Decision) => {
+      if (event._tag === "RunStarted" || event._tag === "RunFinished") {
+        const pending = pendingFor(actor.id)
+        pending.lastPingAt = Math.max(pending.lastPingAt ?? 0, event.at)
+        if (event._tag === "RunFinished") pending.lastRunStatus = event.run.status
+      }
+      actor.state = decision.state
+      if (event._tag !== "Tick" || decision.effects.some((e) => e._tag === "RaiseIncident" || e._tag === "ResolveIncidents")) {
+        healthDirty.add(actor.id)
+      }
+    }
+
+    /** Effects carried out on the spot, without a database round trip. */
+    const isImmediate = (effect: EngineEffect) => effect._tag === "UpdateMonitor"
+
     const handle = (actor: Actor, event: EngineEvent) =>
       Effect.gen(function*() {
         if (!actor.durationsLoaded && event._tag !== "ConfigChanged") {
@@ -227,16 +244,8 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
           actor.state = { ...actor.state, recentDurations: durations }
           actor.durationsLoaded = true
         }
-        if (event._tag === "RunStarted" || event._tag === "RunFinished") {
-          const pending = pendingFor(actor.id)
-          pending.lastPingAt = Math.max(pending.lastPingAt ?? 0, event.at)
-          if (event._tag === "RunFinished") pending.lastRunStatus = event.run.status
-        }
         const decision = decide(actor.state, event, ctx)
-        actor.state = decision.state
-        if (event._tag !== "Tick" || decision.effects.some((e) => e._tag === "RaiseIncident" || e._tag === "ResolveIncidents")) {
-          healthDirty.add(actor.id)
-        }
+        commit(actor, event, decision)
         for (const effect of decision.effects) {
           yield* (carryOut(actor, effect) as Effect.Effect<unknown, unknown>).pipe(Effect.retry(retryPolicy))
           stats.effects++
@@ -487,7 +496,28 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
     /** Deliver an event to a monitor's actor (starting the actor if this instance has none yet). */
     const send = (monitorId: string, event: EngineEvent): void => {
       const actor = actors.get(monitorId)
-      if (actor !== undefined) return enqueue(actor, event)
+      if (actor !== undefined) {
+        // The common case, a ping that changes nothing but the monitor's row, is decided right here:
+        // the actor is idle (nothing queued before this event), so this is still its next message,
+        // handled alone. Anything that needs the database goes through the mailbox.
+        if (!actor.busy && actor.mailbox.length === 0 && actor.durationsLoaded && !actor.stopped) {
+          let decision: Decision | undefined
+          try {
+            decision = decide(actor.state, event, ctx)
+          } catch {
+            decision = undefined
+          }
+          if (decision !== undefined && decision.effects.every(isImmediate)) {
+            commit(actor, event, decision)
+            for (const effect of decision.effects) Effect.runSync(carryOut(actor, effect) as Effect.Effect<unknown>)
+            stats.processed++
+            stats.effects += decision.effects.length
+            reschedule(actor)
+            return
+          }
+        }
+        return enqueue(actor, event)
+      }
       // A monitor this instance has not seen (created elsewhere): load it, then deliver.
       Runtime.runFork(runtime)(
         loadOne(monitorId).pipe(
