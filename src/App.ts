@@ -14,7 +14,8 @@ import { Stats } from "./Stats/Stats.js"
 import { Incidents } from "./Incidents/Incidents.js"
 import { IncidentsRepo } from "./Incidents/IncidentsRepo.js"
 import { Events } from "./Events/Events.js"
-import { Engine, NoMaintenance } from "./Engine/Engine.js"
+import { Engine } from "./Engine/Engine.js"
+import { MaintenanceLive } from "./Maintenance/Maintenance.js"
 import { IncidentRelayLive } from "./Incidents/Listener.js"
 
 /** The services behind the HTTP server, over a database; shared pieces are built once. */
@@ -25,7 +26,8 @@ const SharedLive = Layer.mergeAll(
   Events.Default,
   IncidentsRepo.Default,
   IncidentRelayLive,
-  NoMaintenance
+  // maintenance windows: the engine's MaintenanceCheck and suppression counting (docs/maintenance.md)
+  MaintenanceLive
 )
 
 export const ServicesLive = Layer.mergeAll(

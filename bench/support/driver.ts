@@ -265,6 +265,7 @@ const out: DriverResult = {
   duration: Math.round(activeSeconds * 100) / 100,
   rps: Math.round(result["2xx"] / activeSeconds),
   latency: summarize(latencies),
+  latencyAfterFirstSecond: summarize(bySecond.slice(1).flatMap((values) => values ?? [])),
   perSecond: Array.from(bySecond, (values) => {
     const s = summarize(values ?? [])
     return { count: s.count, p99: s.p99, max: s.max }

@@ -55,6 +55,8 @@ export interface DriverResult {
   readonly rps: number
   /** Exact, from every answer (ms). With `even` pacing: from the instant each request was due. */
   readonly latency: LatencySummary
+  /** The same without the first second (connections opening, caches filling): the steady state. */
+  readonly latencyAfterFirstSecond: LatencySummary
   /** The same by second of the run (when each request was sent, or due): stalls show here. */
   readonly perSecond: ReadonlyArray<{ readonly count: number; readonly p99: number; readonly max: number }>
   /** autocannon's own histogram (ms), for comparison. */

@@ -7,6 +7,7 @@ import { PingsApi, RunsApi } from "../Pings/Api.js"
 import { StatsApi } from "../Stats/Api.js"
 import { IncidentsApi } from "../Incidents/Api.js"
 import { EventsApi } from "../Events/Api.js"
+import { MaintenanceApi } from "../Maintenance/Api.js"
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
@@ -33,6 +34,7 @@ export class Api extends HttpApi.make("jobmon")
   .add(StatsApi)
   .add(IncidentsApi)
   .add(EventsApi)
+  .add(MaintenanceApi)
   .addError(ValidationError)
   .addError(NotFound)
   .addError(MethodNotAllowed)

@@ -20,6 +20,7 @@ import { MonitorsHttpLive } from "../Monitors/Http.js"
 import { StatsHttpLive } from "../Stats/Http.js"
 import { IncidentsHttpLive } from "../Incidents/Http.js"
 import { EventsHttpLive } from "../Events/Http.js"
+import { MaintenanceHttpLive } from "../Maintenance/Http.js"
 import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { Api } from "./Api.js"
@@ -96,7 +97,7 @@ const finalHeaders = (response: HttpServerResponse.HttpServerResponse) => {
 }
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive]),
+  Layer.provide([HealthHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -3,33 +3,41 @@ import { Clock, Effect } from "effect"
 import { CurrentPrincipal } from "../Auth/Principal.js"
 import { ValidationError } from "../Domain/Errors.js"
 import { Api } from "../Http/Api.js"
+import { Maintenance } from "../Maintenance/Maintenance.js"
+import type { MonitorRow } from "./MonitorsRepo.js"
 import { checkSchedule, Monitors, toMonitor } from "./Monitors.js"
 import { describeSchedule, nextOccurrences } from "./Schedule.js"
 
 export const MonitorsHttpLive = HttpApiBuilder.group(Api, "monitors", (handlers) =>
   Effect.gen(function*() {
     const monitors = yield* Monitors
+    const maintenance = yield* Maintenance
+    /** The resource with its maintenance state now (an in-memory look-up). */
+    const withMaintenance = (row: MonitorRow) =>
+      Effect.map(Clock.currentTimeMillis, (now) => toMonitor(row, maintenance.monitorInfo(row.id, now)))
+    const manyWithMaintenance = (rows: ReadonlyArray<MonitorRow>) =>
+      Effect.map(Clock.currentTimeMillis, (now) => rows.map((row) => toMonitor(row, maintenance.monitorInfo(row.id, now))))
     const org = Effect.map(CurrentPrincipal, (p) => p.orgId)
     return handlers
       .handle("create", ({ payload }) =>
-        Effect.flatMap(org, (orgId) => monitors.create(orgId, payload)).pipe(Effect.map(toMonitor)))
+        Effect.flatMap(org, (orgId) => monitors.create(orgId, payload)).pipe(Effect.flatMap(withMaintenance)))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const orgId = yield* org
           const page = urlParams.page ?? 1
           const limit = urlParams.limit ?? 50
           const { rows, total } = yield* monitors.page(orgId, page, limit)
-          return { monitors: rows.map(toMonitor), total, page, limit }
+          return { monitors: yield* manyWithMaintenance(rows), total, page, limit }
         }))
       .handle("get", ({ path }) =>
-        Effect.flatMap(org, (orgId) => monitors.find(orgId, path.monitorId)).pipe(Effect.map(toMonitor)))
+        Effect.flatMap(org, (orgId) => monitors.find(orgId, path.monitorId)).pipe(Effect.flatMap(withMaintenance)))
       .handle("update", ({ path, payload }) =>
-        Effect.flatMap(org, (orgId) => monitors.update(orgId, path.monitorId, payload)).pipe(Effect.map(toMonitor)))
+        Effect.flatMap(org, (orgId) => monitors.update(orgId, path.monitorId, payload)).pipe(Effect.flatMap(withMaintenance)))
       .handle("delete", ({ path }) => Effect.flatMap(org, (orgId) => monitors.remove(orgId, path.monitorId)))
       .handle("pause", ({ path }) =>
-        Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, true)).pipe(Effect.map(toMonitor)))
+        Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, true)).pipe(Effect.flatMap(withMaintenance)))
       .handle("resume", ({ path }) =>
-        Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, false)).pipe(Effect.map(toMonitor)))
+        Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, false)).pipe(Effect.flatMap(withMaintenance)))
       .handle("preview", ({ payload }) =>
         Effect.gen(function*() {
           const schedule = yield* checkSchedule(payload.schedule)

@@ -25,7 +25,11 @@ export const firstExpected = (schedule: Schedule, from: number): Date | null => 
   return next === undefined ? null : new Date(next)
 }
 
-export const toMonitor = (row: MonitorRow): Monitor => ({
+/**
+ * The Monitor resource. `maintenance` is the maintenance window suppressing the monitor's incidents
+ * now (Maintenance.monitorInfo), or null / omitted when none does.
+ */
+export const toMonitor = (row: MonitorRow, maintenance: Monitor["maintenance"] = null): Monitor => ({
   id: row.id,
   name: row.name,
   schedule: { type: row.schedule_type, expression: row.schedule_expression, timezone: row.timezone },
@@ -43,8 +47,8 @@ export const toMonitor = (row: MonitorRow): Monitor => ({
   paused: row.paused,
   lastPingAt: iso(row.last_ping_at),
   nextExpectedAt: iso(row.next_expected_at),
-  inMaintenance: false,
-  maintenance: null
+  inMaintenance: maintenance !== null,
+  maintenance
 })
 
 export const checkSchedule = (input: ScheduleInput, path = "schedule") =>
