@@ -60,15 +60,8 @@ export const pair = (
   openRuns: ReadonlyArray<OpenRun>,
   ping: PingInput
 ): PairingResult => {
-  const base = {
-    monitorId: ctx.monitorId,
-    orgId: ctx.orgId,
-    pingAt: ping.receivedAt,
-    exitCode: ping.exitCode ?? null,
-    output: ping.output?.text ?? null,
-    outputTruncated: ping.output?.truncated ?? false,
-    outputBytes: ping.output?.bytes ?? null
-  }
+  // Rows are built as single object literals: on Node 20 a spread followed by more properties
+  // cost ~10× as much, measurable on the ping path (docs/performance.md).
   if (ping.kind === "start") {
     if (ping.runId !== undefined && (openRuns.some((r) => r.id === ping.runId) || ctx.isFinished(ping.runId))) {
       return { _tag: "RunFinished", runId: ping.runId }
@@ -77,8 +70,9 @@ export const pair = (
     return {
       _tag: "Row",
       row: {
-        ...base,
         id: run.id,
+        monitorId: ctx.monitorId,
+        orgId: ctx.orgId,
         status: "RUNNING",
         startedAt: run.startedAt,
         startInferred: false,
@@ -87,7 +81,8 @@ export const pair = (
         exitCode: null,
         output: null,
         outputTruncated: false,
-        outputBytes: null
+        outputBytes: null,
+        pingAt: ping.receivedAt
       },
       openRuns: [...openRuns, run]
     }
@@ -105,32 +100,45 @@ export const pair = (
     // The newest open run: the one started last.
     for (const run of openRuns) if (open === undefined || run.startedAt >= open.startedAt) open = run
   }
+  const output = ping.output
   if (open !== undefined) {
     const closing = open
     return {
       _tag: "Row",
       row: {
-        ...base,
         id: closing.id,
+        monitorId: ctx.monitorId,
+        orgId: ctx.orgId,
         status,
         startedAt: closing.startedAt,
         startInferred: false,
         finishedAt: ping.receivedAt,
-        durationMs: ping.durationMs ?? Math.max(0, ping.receivedAt - closing.startedAt)
+        durationMs: ping.durationMs ?? Math.max(0, ping.receivedAt - closing.startedAt),
+        exitCode: ping.exitCode ?? null,
+        output: output?.text ?? null,
+        outputTruncated: output?.truncated ?? false,
+        outputBytes: output?.bytes ?? null,
+        pingAt: ping.receivedAt
       },
-      openRuns: openRuns.filter((r) => r !== closing)
+      openRuns: openRuns.length === 1 ? [] : openRuns.filter((r) => r !== closing)
     }
   }
   return {
     _tag: "Row",
     row: {
-      ...base,
       id: ctx.newId(),
+      monitorId: ctx.monitorId,
+      orgId: ctx.orgId,
       status,
       startedAt: ping.receivedAt - (ping.durationMs ?? 0),
       startInferred: true,
       finishedAt: ping.receivedAt,
-      durationMs: ping.durationMs ?? null
+      durationMs: ping.durationMs ?? null,
+      exitCode: ping.exitCode ?? null,
+      output: output?.text ?? null,
+      outputTruncated: output?.truncated ?? false,
+      outputBytes: output?.bytes ?? null,
+      pingAt: ping.receivedAt
     },
     openRuns
   }
