@@ -473,8 +473,9 @@ class Zone {
   private year(year: number): ZoneYear {
     let zy = this.years.get(year)
     if (zy === undefined) {
+      // Transitions in [start of year, start of next year); the offset just before.
       const end = yearStart(year + 1)
-      let cursor = zonedDateTime(yearStart(year), this.id)
+      let cursor = zonedDateTime(yearStart(year) - 1, this.id)
       const startOffset = cursor.offsetNanoseconds / 1e6
       let offset = startOffset
       const transitions: Array<Transition> = []
@@ -553,11 +554,18 @@ const zoneFor = (tz: string): Zone | undefined => {
 
 /**
  * A naive local time mapped to an instant with Temporal's "compatible"
- * disambiguation. `gap`: the local time does not exist (it was shifted forward
- * by the gap length). `shadow`: the local time is within one gap length after
- * a gap, so an earlier gap time may map to a later instant than this one.
+ * disambiguation, with what is needed to order the instants of neighbouring
+ * naive times (the mapping is increasing except around gaps):
+ * - `gapAt`: the local time does not exist; it was shifted forward by the gap
+ *   length, and this is the instant of the transition. Every later naive time
+ *   maps at or after it, every earlier one before the shifted instant.
+ * - `shadowOf`: the local time lies within one gap length after a gap; this is
+ *   the naive start of that gap. An earlier time inside the gap may map later
+ *   than this one (NY: 02:30 -> 07:30Z, but 03:00 EDT = 07:00Z).
+ * Otherwise every later naive time maps at or after `instant`, and every
+ * earlier one at or before it.
  */
-type Mapped = { readonly instant: number; readonly gap: boolean; readonly shadow: boolean }
+type Mapped = { readonly instant: number; readonly gapAt: number | undefined; readonly shadowOf: number | undefined }
 
 const mapLocal = (zone: Zone, naive: number): Mapped => {
   // Offsets are within ±1 day and transitions months apart, so the transitions
@@ -565,18 +573,18 @@ const mapLocal = (zone: Zone, naive: number): Mapped => {
   // at + max(before, after) still uses `before`: a gap time is then shifted
   // forward by the gap length, and a repeated time takes its first pass.
   let offset = zone.offsetAt(naive - 2 * DAY)
-  let gap = false
-  let shadow = false
+  let gapAt: number | undefined
+  let shadowOf: number | undefined
   for (const tr of zone.transitionsIn(naive - 2 * DAY, naive + 2 * DAY)) {
     if (naive >= tr.at + Math.max(tr.before, tr.after)) offset = tr.after
     if (tr.after > tr.before) {
       const gapStart = tr.at + tr.before
       const gapEnd = tr.at + tr.after
-      if (naive >= gapStart && naive < gapEnd) gap = true
-      if (naive >= gapEnd && naive < gapEnd + (tr.after - tr.before)) shadow = true
+      if (naive >= gapStart && naive < gapEnd) gapAt = tr.at
+      if (naive >= gapEnd && naive < gapEnd + (tr.after - tr.before)) shadowOf = gapStart
     }
   }
-  return { instant: naive - offset, gap, shadow }
+  return { instant: naive - offset, gapAt, shadowOf }
 }
 
 // ---------------------------------------------------------------------------
@@ -743,13 +751,18 @@ class OpenStarts implements Starts {
     // A naive time above limit + (largest offset near limit) maps after limit.
     const [, maxOffset] = this.zone.offsetRange(limit - 2 * DAY, limit)
     let best: number | undefined
+    let scanDownTo = Number.NEGATIVE_INFINITY
     let steps = 0
     for (const naive of this.floating.descending(limit + maxOffset)) {
+      if (naive < scanDownTo) break
       const m = mapLocal(this.zone, naive)
       if (m.instant <= limit && m.instant >= this.dtstart && (best === undefined || m.instant > best)) best = m.instant
-      // Every earlier naive time maps at or before this one's instant, unless
-      // this one sits just after a gap (an earlier gap time may map later).
-      if (m.instant <= limit && !m.gap && !m.shadow) break
+      if (m.instant <= limit) {
+        // Every earlier naive time maps at or before this one's instant...
+        if (m.shadowOf === undefined) break
+        // ...except the times inside the gap just before it: look at those too.
+        scanDownTo = Math.max(scanDownTo, m.shadowOf)
+      }
       if (++steps > MAX_SCAN) break
     }
     return best
@@ -771,17 +784,16 @@ class OpenStarts implements Starts {
         while (i > 0 && pending[i - 1]! > s) i--
         pending.splice(i, 0, s)
       }
-      if (!m.gap) {
-        // Every later naive time maps at or after s: what is pending up to s is final.
-        while (pending.length > 0 && pending[0]! <= s) {
-          const next = pending.shift()!
-          if (next > last) {
-            last = next
-            yield next
-          }
+      // Every later naive time maps at or after `frontier`: what is pending up to it is final.
+      const frontier = m.gapAt ?? s
+      while (pending.length > 0 && pending[0]! <= frontier) {
+        const next = pending.shift()!
+        if (next > last) {
+          last = next
+          yield next
         }
-        if (this.until !== undefined && s > this.until) break
       }
+      if (this.until !== undefined && frontier > this.until) break
       if (++steps > MAX_SCAN) break
     }
     for (const s of pending) {
@@ -876,17 +888,16 @@ const build = (rruleText: string, timezone: string, start: number): Either.Eithe
   }
   // When dtstart lies within one gap length after a spring-forward gap, a local
   // time inside that gap maps to an instant >= dtstart although it reads
-  // earlier than dtstart's own local time. Starting the floating rule at that
-  // gap time keeps such a window (02:30 -> 03:30 on the day of the change when
-  // the window was created at 03:30). Only when it keeps the date and, for
-  // HOURLY, when INTERVAL=1 (so the INTERVAL phase does not move).
+  // earlier than dtstart's own local time. Starting the floating rule earlier
+  // keeps such a window (02:30 -> 03:30 on the day of the change when the
+  // window was created at 03:30); the anchor stays a whole number of INTERVALs
+  // before DTSTART's hour/day/week/month/year so the INTERVAL phase does not
+  // move, and what it adds before dtstart is dropped (and not counted).
   let firstNaive = dtstartNaive
   for (const tr of zone.transitionsIn(dtstart - 2 * DAY, dtstart)) {
     const gapLength = tr.after - tr.before
     if (gapLength > 0 && dtstart < tr.at + gapLength) {
-      const candidate = Math.max(tr.at + tr.before, dtstart + tr.before)
-      const sameDate = Math.floor(candidate / DAY) === Math.floor(dtstartNaive / DAY)
-      if (sameDate && (rule.freq !== "HOURLY" || rule.interval === 1)) firstNaive = Math.min(firstNaive, candidate)
+      firstNaive = Math.min(firstNaive, phaseAlignedAnchor(rule, dtstartNaive, dtstart + tr.before))
     }
   }
   const floating = FloatingRule.make(rule, firstNaive)
@@ -896,6 +907,53 @@ const build = (rruleText: string, timezone: string, start: number): Either.Eithe
   const open = new OpenStarts(floating, zone, dtstart, rule.until)
   const starts: Starts = rule.count !== undefined ? new CountedStarts(floating, zone, dtstart, rule.count) : open
   return Either.right({ rule, zone, dtstart, starts, open, spans: [] })
+}
+
+/** Start of the hour/day/week (Monday)/month/year of a naive time, per FREQ. */
+const periodStart = (freq: Freq, t: number): number => {
+  const d = new Date(t)
+  switch (freq) {
+    case "HOURLY":
+      return Math.floor(t / HOUR) * HOUR
+    case "DAILY":
+      return Math.floor(t / DAY) * DAY
+    case "WEEKLY":
+      return Math.floor(t / DAY) * DAY - ((d.getUTCDay() + 6) % 7) * DAY
+    case "MONTHLY":
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+    case "YEARLY":
+      return Date.UTC(d.getUTCFullYear(), 0, 1)
+  }
+}
+
+/**
+ * A naive anchor at or before `candidate` for the floating rule: `candidate`
+ * itself when it is in DTSTART's own period, else the start of the latest
+ * period at or before it that is a whole number of INTERVALs before DTSTART's.
+ */
+const phaseAlignedAnchor = (rule: Rule, dtstartNaive: number, candidate: number): number => {
+  const base = periodStart(rule.freq, dtstartNaive)
+  const c = periodStart(rule.freq, candidate)
+  if (c >= base) return Math.min(candidate, dtstartNaive)
+  const k = rule.interval
+  const b = new Date(base)
+  switch (rule.freq) {
+    case "HOURLY":
+    case "DAILY":
+    case "WEEKLY": {
+      const unit = rule.freq === "HOURLY" ? HOUR : rule.freq === "DAILY" ? DAY : 7 * DAY
+      return base - Math.ceil((base - c) / (k * unit)) * k * unit
+    }
+    case "MONTHLY": {
+      const cd = new Date(c)
+      const months = (b.getUTCFullYear() - cd.getUTCFullYear()) * 12 + b.getUTCMonth() - cd.getUTCMonth()
+      return Date.UTC(b.getUTCFullYear(), b.getUTCMonth() - Math.ceil(months / k) * k, 1)
+    }
+    case "YEARLY": {
+      const years = b.getUTCFullYear() - new Date(c).getUTCFullYear()
+      return Date.UTC(b.getUTCFullYear() - Math.ceil(years / k) * k, 0, 1)
+    }
+  }
 }
 
 const cacheKey = (rrule: string, timezone: string, dtstart: number): string => `${timezone}\u0000${dtstart}\u0000${rrule}`
