@@ -17,6 +17,7 @@ import { Events } from "./Events/Events.js"
 import { Engine } from "./Engine/Engine.js"
 import { MaintenanceLive } from "./Maintenance/Maintenance.js"
 import { IncidentRelayLive } from "./Incidents/Listener.js"
+import { Webhooks } from "./Delivery/Webhooks.js"
 
 /** The services behind the HTTP server, over a database; shared pieces are built once. */
 const SharedLive = Layer.mergeAll(
@@ -30,7 +31,7 @@ const SharedLive = Layer.mergeAll(
   MaintenanceLive
 )
 
-export const ServicesLive = Layer.mergeAll(
+const CoreServicesLive = Layer.mergeAll(
   Monitors.DefaultWithoutDependencies,
   Intake.DefaultWithoutDependencies,
   Stats.Default,
@@ -40,6 +41,9 @@ export const ServicesLive = Layer.mergeAll(
   Layer.provideMerge(Incidents.DefaultWithoutDependencies),
   Layer.provideMerge(SharedLive)
 )
+
+/** Outbound webhooks and their delivery worker (docs/delivery.md), over the core services. */
+export const ServicesLive = Webhooks.Default.pipe(Layer.provideMerge(CoreServicesLive))
 
 export interface AppOptions {
   /** Serve the ping routes from the lean node:http handler (default) or through the HttpApi router. */

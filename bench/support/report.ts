@@ -191,17 +191,17 @@ must equal its acknowledged pings exactly (pairs: new runs = acknowledged starts
 Rates depend on everything else the cores are doing, so each phase also reports CPU time per ping
 from \`/proc\`: the server process (the service or the bare server), the PostgreSQL backends serving
 the service's connections, the whole PostgreSQL server (backends, WAL writer, checkpointer,
-autovacuum; on a shared server also other sessions), the load driver, and the CPU every other
-process used meanwhile (in cores). These
-costs move much less with the machine's load than the rates do (batches shrink and caches suffer
-on a crowded machine, so they do rise).
+autovacuum; on a shared server also other sessions), WAL bytes, the load driver, and the CPU every
+other process used meanwhile (in cores). These costs move much less with the machine's load than
+the rates do (batches shrink and caches suffer on a crowded machine, so they do rise).
 
 Knobs (environment): \`BENCH_SECONDS\` (10), \`BENCH_CONNECTIONS\` (\`64,256\`), \`BENCH_RATE\` (5000),
 \`BENCH_RATE_CONNECTIONS\` (256), \`BENCH_WARMUP_SECONDS\` (3), \`BENCH_MONITORS\` (1000),
 \`BENCH_PROFILE\` (\`auto\`: profile the service with \`node --cpu-prof\` when the ratio to bare
 \`node:http\` is below 0.5; \`always\`, \`never\`), \`BENCH_WRITE_DOCS\` (1: update this section),
-\`BENCH_STRICT\` (1: exit 1 when a performance target is missed; a missing acknowledged ping always
-exits 1).
+\`BENCH_DOCS_FILE\` (where this section lives), \`BENCH_CODE_LABEL\` (the "Code:" line; by default the
+git commit), \`BENCH_STRICT\` (1: exit 1 when a performance target is missed; a missing acknowledged
+ping always exits 1).
 
 Targets: intake with every ping committed ≥ 0.5 × the bare \`node:http\` rate of the same run; p99
 under 50 ms at 5,000 pings/s; zero acknowledged pings missing.

@@ -4,7 +4,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { type Child, spawnChild, stopChild } from "./children.js"
+import { type Child, onCleanup, spawnChild, stopChild } from "./children.js"
 import type { DriverConfig, DriverResult } from "./protocol.js"
 
 /** The processes the benchmark drives: the service, the bare node:http baseline, the load driver. */
@@ -146,6 +146,8 @@ export const createMonitors = async (url: string, adminToken: string, count: num
 /** Runs the load driver in a process of its own and answers its result. */
 export const runDriver = async (config: DriverConfig): Promise<DriverResult> => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jobmon-bench-driver-"))
+  // Also when the benchmark is interrupted while the driver runs.
+  onCleanup(async () => fs.rmSync(dir, { recursive: true, force: true }))
   const file = path.join(dir, "config.json")
   fs.writeFileSync(file, JSON.stringify(config))
   let stdout = ""

@@ -8,6 +8,7 @@ import { StatsApi } from "../Stats/Api.js"
 import { IncidentsApi } from "../Incidents/Api.js"
 import { EventsApi } from "../Events/Api.js"
 import { MaintenanceApi } from "../Maintenance/Api.js"
+import { ChatApi, WebhooksApi } from "../Delivery/Api.js"
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
@@ -35,6 +36,8 @@ export class Api extends HttpApi.make("jobmon")
   .add(IncidentsApi)
   .add(EventsApi)
   .add(MaintenanceApi)
+  .add(WebhooksApi)
+  .add(ChatApi)
   .addError(ValidationError)
   .addError(NotFound)
   .addError(MethodNotAllowed)

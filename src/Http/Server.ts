@@ -21,6 +21,7 @@ import { StatsHttpLive } from "../Stats/Http.js"
 import { IncidentsHttpLive } from "../Incidents/Http.js"
 import { EventsHttpLive } from "../Events/Http.js"
 import { MaintenanceHttpLive } from "../Maintenance/Http.js"
+import { ChatHttpLive, WebhooksHttpLive } from "../Delivery/Http.js"
 import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { Api } from "./Api.js"
@@ -97,7 +98,7 @@ const finalHeaders = (response: HttpServerResponse.HttpServerResponse) => {
 }
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive]),
+  Layer.provide([HealthHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -1,0 +1,216 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication, IsoTimestamp } from "../Auth/Api.js"
+import { NotFound, ValidationError } from "../Domain/Errors.js"
+import { EventTypes } from "../Events/Events.js"
+import { IntFromQuery } from "../Monitors/Api.js"
+
+/** Event kinds a webhook may select: the events table's kinds plus the test delivery's. */
+export const WebhookEventKinds = [...EventTypes, "webhook.test"] as const
+export type WebhookEventKind = (typeof WebhookEventKinds)[number]
+
+const Filters = Schema.Struct({
+  monitorIds: Schema.Array(Schema.String).annotations({ description: "empty: every monitor" }),
+  severity: Schema.Array(Schema.Literal("HIGH", "MEDIUM", "LOW")).annotations({ description: "empty: every severity" })
+})
+
+const FiltersInput = Schema.Struct({
+  monitorIds: Schema.optional(Schema.Array(Schema.String)),
+  severity: Schema.optional(Schema.Array(Schema.Literal("HIGH", "MEDIUM", "LOW")))
+})
+
+export const Webhook = Schema.Struct({
+  id: Schema.String,
+  url: Schema.String,
+  events: Schema.Array(Schema.String),
+  filters: Filters,
+  createdAt: IsoTimestamp
+})
+export type Webhook = typeof Webhook.Type
+
+export const CreatedWebhook = Schema.Struct({
+  ...Webhook.fields,
+  secret: Schema.String.annotations({ description: "the signing secret; shown only in this answer" })
+})
+
+export const CreateWebhookRequest = Schema.Struct({
+  url: Schema.String,
+  events: Schema.Array(Schema.Literal(...WebhookEventKinds)),
+  filters: Schema.optional(FiltersInput),
+  secret: Schema.optional(Schema.String)
+})
+export type CreateWebhookRequest = typeof CreateWebhookRequest.Type
+
+export const UpdateWebhookRequest = Schema.Struct({
+  url: Schema.optional(Schema.String),
+  events: Schema.optional(Schema.Array(Schema.Literal(...WebhookEventKinds))),
+  filters: Schema.optional(FiltersInput)
+})
+export type UpdateWebhookRequest = typeof UpdateWebhookRequest.Type
+
+export const Delivery = Schema.Struct({
+  id: Schema.String.annotations({ description: "equals the X-Service-Delivery header" }),
+  eventId: Schema.String,
+  event: Schema.String,
+  createdAt: IsoTimestamp,
+  status: Schema.Literal("pending", "succeeded", "failed"),
+  attempts: Schema.Int,
+  retryCount: Schema.Int,
+  lastStatusCode: Schema.NullOr(Schema.Int),
+  lastResponseTimeMs: Schema.NullOr(Schema.Int),
+  lastError: Schema.NullOr(Schema.String),
+  nextAttemptAt: Schema.NullOr(IsoTimestamp),
+  requestHeaders: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String }))
+})
+export type Delivery = typeof Delivery.Type
+
+const WebhookIdPath = Schema.Struct({ webhookId: Schema.String })
+
+export class WebhooksApi extends HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.post("create", "/api/webhooks")
+      .setPayload(CreateWebhookRequest)
+      .addSuccess(CreatedWebhook, { status: 201 })
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "Create an outbound webhook; the signing secret is generated when not given")
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/api/webhooks")
+      .addSuccess(Schema.Struct({ webhooks: Schema.Array(Webhook) }))
+      .annotate(OpenApi.Summary, "The organization's outbound webhooks (without secrets)")
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/api/webhooks/:webhookId")
+      .setPath(WebhookIdPath)
+      .addSuccess(Webhook)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.patch("update", "/api/webhooks/:webhookId")
+      .setPath(WebhookIdPath)
+      .setPayload(UpdateWebhookRequest)
+      .addSuccess(Webhook)
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "Change url, events or filters")
+  )
+  .add(
+    HttpApiEndpoint.del("delete", "/api/webhooks/:webhookId")
+      .setPath(WebhookIdPath)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.post("test", "/api/webhooks/:webhookId/test")
+      .setPath(WebhookIdPath)
+      .addSuccess(Delivery)
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "Send a webhook.test delivery at once; answers its delivery record")
+  )
+  .add(
+    HttpApiEndpoint.get("deliveries", "/api/webhooks/:webhookId/deliveries")
+      .setPath(WebhookIdPath)
+      .setUrlParams(Schema.Struct({
+        limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 500))).annotations({ description: "1 to 500, default 100" })
+      }))
+      .addSuccess(Schema.Struct({ deliveries: Schema.Array(Delivery) }))
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "The webhook's deliveries, newest first")
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Outbound webhooks")
+{}
+
+// ---- chat alert webhooks (decisions §9) -------------------------------------------------------------
+
+export class BadGateway extends Schema.TaggedError<BadGateway>()(
+  "BadGateway",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 502 })
+) {}
+
+const ChatRules = Schema.Struct({
+  severity: Schema.Array(Schema.Literal("HIGH", "MEDIUM", "LOW")).annotations({ description: "empty: every severity" }),
+  types: Schema.Array(Schema.Literal("MISSED", "FAIL", "LATE", "ANOMALY")).annotations({ description: "empty: every type" })
+})
+
+const ChatRulesInput = Schema.Struct({
+  severity: Schema.optional(Schema.Array(Schema.Literal("HIGH", "MEDIUM", "LOW"))),
+  types: Schema.optional(Schema.Array(Schema.Literal("MISSED", "FAIL", "LATE", "ANOMALY")))
+})
+
+export const ChatWebhook = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  url: Schema.String,
+  rules: ChatRules,
+  mention: Schema.NullOr(Schema.String),
+  status: Schema.Literal("active", "invalid"),
+  statusReason: Schema.NullOr(Schema.String).annotations({ description: "why it is invalid; null when active" }),
+  createdAt: IsoTimestamp
+})
+export type ChatWebhook = typeof ChatWebhook.Type
+
+export const CreateChatWebhookRequest = Schema.Struct({
+  url: Schema.String,
+  name: Schema.optional(Schema.String),
+  rules: Schema.optional(ChatRulesInput),
+  mention: Schema.optional(Schema.NullOr(Schema.String))
+})
+export type CreateChatWebhookRequest = typeof CreateChatWebhookRequest.Type
+
+export const UpdateChatWebhookRequest = Schema.Struct({
+  url: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String),
+  rules: Schema.optional(ChatRulesInput),
+  mention: Schema.optional(Schema.NullOr(Schema.String))
+})
+export type UpdateChatWebhookRequest = typeof UpdateChatWebhookRequest.Type
+
+const ChatWebhookIdPath = Schema.Struct({ webhookId: Schema.String })
+
+export class ChatApi extends HttpApiGroup.make("chat")
+  .add(
+    HttpApiEndpoint.post("create", "/api/alerts/chat/webhooks")
+      .setPayload(CreateChatWebhookRequest)
+      .addSuccess(ChatWebhook, { status: 201 })
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "Add a chat alert webhook; rules omitted or empty match every incident")
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/api/alerts/chat/webhooks")
+      .addSuccess(Schema.Struct({ webhooks: Schema.Array(ChatWebhook) }))
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/api/alerts/chat/webhooks/:webhookId")
+      .setPath(ChatWebhookIdPath)
+      .addSuccess(ChatWebhook)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.patch("update", "/api/alerts/chat/webhooks/:webhookId")
+      .setPath(ChatWebhookIdPath)
+      .setPayload(UpdateChatWebhookRequest)
+      .addSuccess(ChatWebhook)
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "Change rules, name, mention or url (a new url makes an invalid webhook active again)")
+  )
+  .add(
+    HttpApiEndpoint.del("delete", "/api/alerts/chat/webhooks/:webhookId")
+      .setPath(ChatWebhookIdPath)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.post("test", "/api/alerts/chat/test")
+      .setPayload(Schema.Struct({ webhookId: Schema.String }))
+      .addSuccess(Schema.Struct({ sent: Schema.Literal(true), status: Schema.Literal("active", "invalid") }))
+      .addError(NotFound)
+      .addError(BadGateway)
+      .annotate(OpenApi.Summary, "Send a test message; 502 names the chat service's answer when it did not accept it")
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Chat alerts")
+{}

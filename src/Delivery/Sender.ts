@@ -1,0 +1,96 @@
+import { lookup as dnsLookup, type LookupAddress } from "node:dns"
+import * as http from "node:http"
+import * as https from "node:https"
+import { isIP } from "node:net"
+import type { Outcome } from "./RetrySchedule.js"
+import { isBlockedAddress } from "./Ssrf.js"
+
+/**
+ * The one outbound HTTP client of deliveries: a POST of exact bytes, no redirects followed, a
+ * 5-second limit on the whole exchange, and (unless private targets are allowed) the SSRF guard
+ * applied to the address actually connected to, after DNS, so a name that changed its answer
+ * since the webhook was saved is still refused.
+ */
+export const SEND_TIMEOUT_MS = 5_000
+
+export interface SendResult {
+  readonly outcome: Outcome
+  /** Real elapsed milliseconds. */
+  readonly responseTimeMs: number
+  /** The answer's Retry-After, in seconds, when it had one (chat services on 429). */
+  readonly retryAfterSeconds?: number | undefined
+}
+
+class RefusedTarget extends Error {}
+
+export const send = (
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  options: { readonly allowPrivateTargets: boolean; readonly timeoutMs?: number }
+): Promise<SendResult> =>
+  new Promise((resolve) => {
+    const started = performance.now()
+    let done = false
+    let retryAfterSeconds: number | undefined
+    const finish = (outcome: Outcome) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      resolve({ outcome, responseTimeMs: Math.round(performance.now() - started), retryAfterSeconds })
+    }
+    const target = new URL(url)
+    const host = target.hostname.replace(/^\[|\]$/g, "")
+    if (!options.allowPrivateTargets && isIP(host) !== 0 && isBlockedAddress(host)) {
+      return finish({ _tag: "Refused", error: `refused: ${host} is a private, loopback or link-local address` })
+    }
+    const lookup = (
+      hostname: string,
+      opts: object,
+      callback: (err: NodeJS.ErrnoException | null, address: string | Array<LookupAddress>, family?: number) => void
+    ) => {
+      dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => {
+        if (err) return callback(err, "", 4)
+        const list = addresses as Array<LookupAddress>
+        if (!options.allowPrivateTargets) {
+          const bad = list.find((a) => isBlockedAddress(a.address))
+          if (bad !== undefined) {
+            return callback(new RefusedTarget(`refused: ${hostname} resolves to ${bad.address}, a private, loopback or link-local address`), "", 4)
+          }
+        }
+        if ((opts as { all?: boolean }).all) return callback(null, list)
+        callback(null, list[0]!.address, list[0]!.family)
+      })
+    }
+    const bytes = Buffer.from(body, "utf8")
+    const request = (target.protocol === "https:" ? https : http).request(target, {
+      method: "POST",
+      headers: { ...headers, "Content-Length": String(bytes.length) },
+      lookup: lookup as never,
+      agent: false
+    })
+    const timer = setTimeout(() => {
+      finish({ _tag: "NoAnswer", error: `timeout: no answer within ${options.timeoutMs ?? SEND_TIMEOUT_MS} ms` })
+      request.destroy()
+    }, options.timeoutMs ?? SEND_TIMEOUT_MS)
+    request.on("response", (response) => {
+      const status = response.statusCode ?? 0
+      const retryAfter = Number(response.headers["retry-after"])
+      if (Number.isFinite(retryAfter) && retryAfter >= 0) retryAfterSeconds = retryAfter
+      // Read (and drop) a bounded answer so the socket closes cleanly.
+      let seen = 0
+      response.on("data", (chunk: Buffer) => {
+        seen += chunk.length
+        if (seen > 64 * 1024) response.destroy()
+      })
+      response.on("end", () => finish({ _tag: "Answered", status }))
+      response.on("close", () => finish({ _tag: "Answered", status }))
+      response.on("error", () => finish({ _tag: "Answered", status }))
+    })
+    request.on("error", (error: NodeJS.ErrnoException) => {
+      if (error instanceof RefusedTarget) return finish({ _tag: "Refused", error: error.message })
+      const code = error.code === undefined ? "" : `${error.code}: `
+      finish({ _tag: "NoAnswer", error: `${code}${error.message}` })
+    })
+    request.end(bytes)
+  })

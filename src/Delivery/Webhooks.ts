@@ -1,0 +1,719 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Deferred, Effect, Queue } from "effect"
+import { randomUUID } from "node:crypto"
+import { AppConfig } from "../Config.js"
+import { notFound, ValidationError } from "../Domain/Errors.js"
+import { isUuid } from "../Domain/Ids.js"
+import { type EventRow } from "../Events/EventsRepo.js"
+import { envelopeOf, toStoredEvent } from "../Events/Events.js"
+import { Intake } from "../Pings/Intake.js"
+import {
+  BadGateway,
+  type ChatWebhook,
+  type CreateChatWebhookRequest,
+  type CreateWebhookRequest,
+  type Delivery,
+  type UpdateChatWebhookRequest,
+  type UpdateWebhookRequest,
+  type Webhook
+} from "./Api.js"
+import { type ChatIncident, maintenanceMessageOf, messageOf, testMessageOf } from "./ChatMessage.js"
+import {
+  CHAT_RATE_LIMIT_PER_MINUTE,
+  chatDelayAfterAttempt,
+  delayAfterAttempt,
+  isRetryable,
+  isSuccess,
+  RATE_LIMIT_PER_MINUTE,
+  RATE_WINDOW_MS
+} from "./RetrySchedule.js"
+import { send } from "./Sender.js"
+import { newSecret, sign } from "./Signing.js"
+import { targetProblem, urlProblem } from "./Ssrf.js"
+
+/**
+ * Outbound webhooks (decisions §10, docs/delivery.md): their configuration, and the delivery
+ * worker. The worker fans the `events` table out into `webhook_deliveries` rows (one per matching
+ * webhook, idempotent), then claims due deliveries and posts them, recording every attempt and
+ * rescheduling per the retry table. All times come from the Clock.
+ */
+
+interface WebhookRow {
+  readonly id: string
+  readonly org_id: string
+  readonly url: string
+  readonly secret: string
+  readonly events: ReadonlyArray<string>
+  readonly filter_monitor_ids: ReadonlyArray<string>
+  readonly filter_severity: ReadonlyArray<string>
+  readonly after_seq: string | number
+  readonly created_at: Date
+}
+
+interface ChatWebhookRow {
+  readonly id: string
+  readonly org_id: string
+  readonly name: string
+  readonly url: string
+  readonly rules_severity: ReadonlyArray<string>
+  readonly rules_types: ReadonlyArray<string>
+  readonly mention: string | null
+  readonly status: "active" | "invalid"
+  readonly status_reason: string | null
+  readonly after_seq: string | number
+  readonly created_at: Date
+}
+
+interface DeliveryRow {
+  readonly id: string
+  readonly webhook_id: string | null
+  readonly chat_webhook_id: string | null
+  readonly event_id: string
+  readonly event_type: string
+  readonly body: string
+  readonly created_at: Date
+  readonly status: "pending" | "succeeded" | "failed"
+  readonly attempts: number
+  readonly next_attempt_at: Date | null
+  readonly last_status_code: number | null
+  readonly last_response_time_ms: number | null
+  readonly last_error: string | null
+  readonly request_headers: Record<string, string> | null
+}
+
+const webhookColumns = "id, org_id, url, secret, events, filter_monitor_ids, filter_severity, after_seq, created_at"
+const chatColumns = "id, org_id, name, url, rules_severity, rules_types, mention, status, status_reason, after_seq, created_at"
+const deliveryColumns =
+  "id, webhook_id, chat_webhook_id, event_id, event_type, body, created_at, status, attempts, next_attempt_at, last_status_code, last_response_time_ms, last_error, request_headers"
+
+const toWebhook = (row: WebhookRow): Webhook => ({
+  id: row.id,
+  url: row.url,
+  events: row.events,
+  filters: { monitorIds: row.filter_monitor_ids, severity: row.filter_severity as ReadonlyArray<"HIGH" | "MEDIUM" | "LOW"> },
+  createdAt: row.created_at.toISOString()
+})
+
+const toChatWebhook = (row: ChatWebhookRow): ChatWebhook => ({
+  id: row.id,
+  name: row.name,
+  url: row.url,
+  rules: {
+    severity: row.rules_severity as ReadonlyArray<"HIGH" | "MEDIUM" | "LOW">,
+    types: row.rules_types as ReadonlyArray<"MISSED" | "FAIL" | "LATE" | "ANOMALY">
+  },
+  mention: row.mention,
+  status: row.status,
+  statusReason: row.status_reason,
+  createdAt: row.created_at.toISOString()
+})
+
+/** Chat rules: empty lists match everything. */
+export const chatRulesMatch = (
+  rules: { severity: ReadonlyArray<string>; types: ReadonlyArray<string> },
+  incident: { type: string; severity: string }
+) =>
+  (rules.severity.length === 0 || rules.severity.includes(incident.severity)) &&
+  (rules.types.length === 0 || rules.types.includes(incident.type))
+
+const MAX_NAME_LENGTH = 100
+const MAX_MENTION_LENGTH = 200
+
+export const toDelivery = (row: DeliveryRow): Delivery => ({
+  id: row.id,
+  eventId: row.event_id,
+  event: row.event_type,
+  createdAt: row.created_at.toISOString(),
+  status: row.status,
+  attempts: row.attempts,
+  retryCount: Math.max(0, row.attempts - 1),
+  lastStatusCode: row.last_status_code,
+  lastResponseTimeMs: row.last_response_time_ms,
+  lastError: row.last_error,
+  nextAttemptAt: row.status === "pending" && row.next_attempt_at !== null ? row.next_attempt_at.toISOString() : null,
+  requestHeaders: row.request_headers
+})
+
+/** Does the webhook want this event? Events selection, then filters (docs/delivery.md#filters). */
+export const matches = (
+  webhook: { events: ReadonlyArray<string>; filterMonitorIds: ReadonlyArray<string>; filterSeverity: ReadonlyArray<string> },
+  event: { type: string; monitorIds: ReadonlyArray<string>; severity: string | null }
+): boolean => {
+  if (!webhook.events.includes(event.type)) return false
+  if (webhook.filterMonitorIds.length > 0 && event.monitorIds.length > 0) {
+    if (!event.monitorIds.some((id) => webhook.filterMonitorIds.includes(id))) return false
+  }
+  if (webhook.filterSeverity.length > 0 && event.severity !== null) {
+    if (!webhook.filterSeverity.includes(event.severity)) return false
+  }
+  return true
+}
+
+const FANOUT_BATCH = 500
+const CLAIM_BATCH = 50
+const LEASE_MS = 60_000
+const POLL_MS = 1_000
+const SEND_CONCURRENCY = 10
+const MAX_SECRET_LENGTH = 256
+
+export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
+  scoped: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* AppConfig
+    const intake = yield* Intake
+    const allowPrivateTargets = config.allowPrivateTargets
+
+    // ---- configuration --------------------------------------------------------------------------
+
+    const checkUrl = (url: string) =>
+      Effect.gen(function*() {
+        const problem = urlProblem(url)
+        if (problem !== undefined) return yield* new ValidationError({ path: "url", message: problem })
+        if (allowPrivateTargets) return
+        const refused = yield* Effect.promise(() => targetProblem(url))
+        if (refused !== undefined) {
+          return yield* new ValidationError({
+            path: "url",
+            message: `${refused} Webhook targets must be public unless the operator sets ALLOW_PRIVATE_TARGETS=true.`
+          })
+        }
+      })
+
+    const checkEvents = (events: ReadonlyArray<string>) =>
+      events.length === 0
+        ? Effect.fail(new ValidationError({ path: "events", message: "events must select at least one event kind." }))
+        : Effect.void
+
+    const checkMonitorIds = (ids: ReadonlyArray<string> | undefined) =>
+      Effect.gen(function*() {
+        for (let i = 0; i < (ids?.length ?? 0); i++) {
+          if (!isUuid(ids![i]!)) {
+            return yield* new ValidationError({
+              path: `filters.monitorIds.${i}`,
+              message: `filters.monitorIds.${i} must be a monitor id (a UUID), not '${ids![i]}'.`
+            })
+          }
+        }
+      })
+
+    /** ping.received events are written only while some webhook subscribes to them. */
+    const syncPingEvents = Effect.gen(function*() {
+      const [row] = yield* sql<{ on: boolean }>`
+        select exists (select 1 from webhooks where deleted_at is null and 'ping.received' = any(events)) as on`
+      yield* intake.setPingEvents(row?.on === true)
+    }).pipe(Effect.orDie)
+
+    const findRow = (orgId: string, id: string) =>
+      Effect.gen(function*() {
+        if (!isUuid(id)) return yield* notFound("webhook", id)
+        const [row] = yield* sql<WebhookRow>`
+          select ${sql.literal(webhookColumns)} from webhooks where id = ${id} and org_id = ${orgId} and deleted_at is null`.pipe(
+          Effect.orDie
+        )
+        if (row === undefined) return yield* notFound("webhook", id)
+        return row
+      })
+
+    const create = Effect.fn("Webhooks.create")(function*(orgId: string, input: CreateWebhookRequest) {
+      yield* checkUrl(input.url)
+      yield* checkEvents(input.events)
+      yield* checkMonitorIds(input.filters?.monitorIds)
+      if (input.secret !== undefined && (input.secret.length < 16 || input.secret.length > MAX_SECRET_LENGTH)) {
+        return yield* new ValidationError({ path: "secret", message: `secret must have 16 to ${MAX_SECRET_LENGTH} characters.` })
+      }
+      const secret = input.secret ?? newSecret()
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const [row] = yield* sql<WebhookRow>`
+        insert into webhooks (org_id, url, secret, events, filter_monitor_ids, filter_severity, after_seq, created_at, updated_at)
+        values (${orgId}, ${input.url}, ${secret}, ${[...new Set(input.events)]}::text[],
+          ${[...new Set(input.filters?.monitorIds ?? [])]}::uuid[], ${[...new Set(input.filters?.severity ?? [])]}::text[],
+          (select coalesce(max(seq), 0) from events), ${now}, ${now})
+        returning ${sql.literal(webhookColumns)}`.pipe(Effect.orDie)
+      yield* syncPingEvents
+      return { ...toWebhook(row!), secret }
+    })
+
+    const list = (orgId: string) =>
+      sql<WebhookRow>`
+        select ${sql.literal(webhookColumns)} from webhooks where org_id = ${orgId} and deleted_at is null
+        order by created_at, id`.pipe(Effect.orDie, Effect.map((rows) => rows.map(toWebhook)))
+
+    const get = (orgId: string, id: string) => Effect.map(findRow(orgId, id), toWebhook)
+
+    const update = Effect.fn("Webhooks.update")(function*(orgId: string, id: string, input: UpdateWebhookRequest) {
+      const row = yield* findRow(orgId, id)
+      if (input.url !== undefined) yield* checkUrl(input.url)
+      if (input.events !== undefined) yield* checkEvents(input.events)
+      yield* checkMonitorIds(input.filters?.monitorIds)
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const [updated] = yield* sql<WebhookRow>`
+        update webhooks set
+          url = ${input.url ?? row.url},
+          events = ${[...new Set(input.events ?? row.events)]}::text[],
+          filter_monitor_ids = ${[...new Set(input.filters?.monitorIds ?? row.filter_monitor_ids)]}::uuid[],
+          filter_severity = ${[...new Set(input.filters?.severity ?? row.filter_severity)]}::text[],
+          updated_at = ${now}
+        where id = ${id}
+        returning ${sql.literal(webhookColumns)}`.pipe(Effect.orDie)
+      yield* syncPingEvents
+      return toWebhook(updated!)
+    })
+
+    const remove = Effect.fn("Webhooks.remove")(function*(orgId: string, id: string) {
+      yield* findRow(orgId, id)
+      const now = new Date(yield* Clock.currentTimeMillis)
+      yield* sql`update webhooks set deleted_at = ${now} where id = ${id}`.pipe(Effect.orDie)
+      // Nothing more is sent to it: its pending deliveries fail.
+      yield* sql`
+        update webhook_deliveries set status = 'failed', last_error = 'webhook deleted', next_attempt_at = null
+        where webhook_id = ${id} and status = 'pending'`.pipe(Effect.orDie)
+      yield* syncPingEvents
+    })
+
+    const deliveries = (orgId: string, id: string, limit: number) =>
+      Effect.gen(function*() {
+        yield* findRow(orgId, id)
+        const rows = yield* sql<DeliveryRow>`
+          select ${sql.literal(deliveryColumns)} from webhook_deliveries where webhook_id = ${id}
+          order by created_at desc, id desc limit ${limit}`.pipe(Effect.orDie)
+        return rows.map(toDelivery)
+      })
+
+    // ---- fan-out: events → deliveries --------------------------------------------------------------
+
+    /** The chat message's facts for incident.opened / incident.resolved (from the incident's row). */
+    const chatIncidentOf = (e: EventRow) =>
+      Effect.gen(function*() {
+        const incidentId = (e.data as { incident?: { id?: string } }).incident?.id
+        if (incidentId === undefined) return undefined
+        const [row] = yield* sql<{ type: string; severity: string; status: string; monitor_id: string; details: Record<string, unknown>; name: string }>`
+          select i.type, i.severity, i.status, i.monitor_id, i.details, m.name
+          from incidents i join monitors m on m.id = i.monitor_id where i.id = ${incidentId}`
+        if (row === undefined) return undefined
+        const resolved = e.type === "incident.resolved"
+        const message: ChatIncident = {
+          id: incidentId,
+          type: resolved ? "RESOLVED" : (row.type as ChatIncident["type"]),
+          status: resolved ? "RESOLVED" : "OPEN",
+          severity: row.severity,
+          monitorId: row.monitor_id,
+          monitorName: row.name,
+          details: row.details,
+          at: e.created_at.toISOString()
+        }
+        return { message, rule: { type: row.type, severity: row.severity } }
+      })
+
+    /** One batch of events after the cursor into deliveries, in one transaction; answers how many events. */
+    const fanOutBatch = Effect.gen(function*() {
+      const now = new Date(yield* Clock.currentTimeMillis)
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const [cursor] = yield* sql<{ seq: string }>`select seq from delivery_cursor where id = 1 for update`
+        const after = Number(cursor!.seq)
+        const events = yield* sql<EventRow>`
+          select id, seq, org_id, type, created_at, data, monitor_ids, severity from events
+          where seq > ${after} order by seq limit ${FANOUT_BATCH}`
+        if (events.length === 0) return 0
+        const last = Number(events[events.length - 1]!.seq)
+        const hooks = yield* sql<WebhookRow>`
+          select ${sql.literal(webhookColumns)} from webhooks
+          where deleted_at is null and org_id in ${sql.in([...new Set(events.map((e) => e.org_id))])}`
+        const chats = yield* sql<ChatWebhookRow>`
+          select ${sql.literal(chatColumns)} from chat_webhooks
+          where deleted_at is null and status = 'active' and org_id in ${sql.in([...new Set(events.map((e) => e.org_id))])}`
+        const rows: Array<{ webhook_id: string | null; chat_webhook_id: string | null; event_id: string; event_type: string; body: string }> = []
+        for (const e of events) {
+          if (e.type.startsWith("maintenance.")) {
+            // A window's notice goes to the chat webhooks its channels name (chat:<name>), whatever their rules.
+            const data = e.data as {
+              channels?: ReadonlyArray<string>
+              window?: { name?: string; monitorIds?: ReadonlyArray<string>; reason?: string | null }
+              startsAt?: string
+              endsAt?: string
+            }
+            const names = new Set((data.channels ?? []).filter((c) => c.startsWith("chat:")).map((c) => c.slice(5)))
+            for (const c of chats) {
+              if (c.org_id !== e.org_id || Number(e.seq) <= Number(c.after_seq) || !names.has(c.name)) continue
+              rows.push({
+                webhook_id: null,
+                chat_webhook_id: c.id,
+                event_id: e.id,
+                event_type: e.type,
+                body: JSON.stringify(maintenanceMessageOf({
+                  kind: e.type.slice("maintenance.".length) as "upcoming" | "started" | "ended",
+                  windowName: data.window?.name ?? "",
+                  monitorCount: data.window?.monitorIds?.length ?? 0,
+                  startsAt: data.startsAt ?? "",
+                  endsAt: data.endsAt ?? "",
+                  reason: data.window?.reason ?? null,
+                  at: e.created_at.toISOString()
+                }, c.mention))
+              })
+            }
+            continue
+          }
+          if (e.type !== "incident.opened" && e.type !== "incident.resolved") continue
+          const targets = chats.filter((c) => c.org_id === e.org_id && Number(e.seq) > Number(c.after_seq))
+          if (targets.length === 0) continue
+          const incident = yield* chatIncidentOf(e)
+          if (incident === undefined) continue
+          for (const c of targets) {
+            if (!chatRulesMatch({ severity: c.rules_severity, types: c.rules_types }, incident.rule)) continue
+            rows.push({
+              webhook_id: null,
+              chat_webhook_id: c.id,
+              event_id: e.id,
+              event_type: e.type,
+              body: JSON.stringify(messageOf(config.publicUrl, incident.message, c.mention))
+            })
+          }
+        }
+        for (const e of events) {
+          const stored = toStoredEvent(e)
+          let body: string | undefined
+          for (const w of hooks) {
+            if (w.org_id !== e.org_id || Number(e.seq) <= Number(w.after_seq)) continue
+            const wanted = matches(
+              { events: w.events, filterMonitorIds: w.filter_monitor_ids, filterSeverity: w.filter_severity },
+              { type: e.type, monitorIds: e.monitor_ids, severity: e.severity }
+            )
+            if (!wanted) continue
+            body ??= JSON.stringify(envelopeOf(stored))
+            rows.push({ webhook_id: w.id, chat_webhook_id: null, event_id: e.id, event_type: e.type, body })
+          }
+        }
+        if (rows.length > 0) {
+          yield* sql`
+            insert into webhook_deliveries (webhook_id, chat_webhook_id, event_id, event_type, body, created_at, next_attempt_at)
+            select t.webhook_id, t.chat_webhook_id, t.event_id, t.event_type, t.body, ${now}, ${now}
+            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+              as t(webhook_id uuid, chat_webhook_id uuid, event_id uuid, event_type text, body text)
+            on conflict do nothing`
+        }
+        yield* sql`update delivery_cursor set seq = ${last} where id = 1`
+        return events.length
+      }))
+    }).pipe(Effect.orDie)
+
+    // ---- attempts -----------------------------------------------------------------------------------
+
+    /** Counts one delivery against the webhook's minute; answers the count, or undefined when full. */
+    const takeRate = (webhookId: string, windowStart: Date, limit: number = RATE_LIMIT_PER_MINUTE) =>
+      Effect.map(
+        sql<{ count: number }>`
+          insert into webhook_rate (webhook_id, window_start, count) values (${webhookId}, ${windowStart}, 1)
+          on conflict (webhook_id, window_start) do update set count = webhook_rate.count + 1
+            where webhook_rate.count < ${limit}
+          returning count`,
+        (rows) => rows[0]?.count
+      )
+
+    const finishAttempt = (
+      delivery: DeliveryRow,
+      now: number,
+      n: number,
+      headers: Record<string, string>,
+      result: { statusCode: number | null; responseTimeMs: number | null; error: string | null },
+      status: "pending" | "succeeded" | "failed",
+      next: Date | null
+    ) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* sql`
+          insert into webhook_delivery_attempts (delivery_id, attempt, at, status_code, response_time_ms, error, request_headers)
+          values (${delivery.id}, ${n}, ${new Date(now)}, ${result.statusCode}, ${result.responseTimeMs}, ${result.error}, ${JSON.stringify(headers)}::jsonb)`
+        const [row] = yield* sql<DeliveryRow>`
+          update webhook_deliveries set
+            status = ${status}, attempts = ${n}, next_attempt_at = ${next}, claimed_until = null,
+            last_status_code = ${result.statusCode}, last_response_time_ms = ${result.responseTimeMs}, last_error = ${result.error},
+            request_headers = ${JSON.stringify(headers)}::jsonb
+          where id = ${delivery.id}
+          returning ${sql.literal(deliveryColumns)}`
+        return row!
+      }))
+
+    const markInvalid = (chatId: string, reason: string, now: number) =>
+      sql`
+        update chat_webhooks set status = 'invalid', status_reason = ${reason}, updated_at = ${new Date(now)}
+        where id = ${chatId}`
+
+    const invalidReason = (status: number) =>
+      `The chat service answered ${status}: the webhook was deleted or its token is no longer valid. ` +
+      "Regenerate it in the chat service and update the url here."
+
+    /** One attempt of a chat delivery (decisions §9). */
+    const attemptChat = (delivery: DeliveryRow) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const [chat] = yield* sql<ChatWebhookRow>`
+          select ${sql.literal(chatColumns)} from chat_webhooks where id = ${delivery.chat_webhook_id}`
+        if (chat === undefined || chat.status !== "active") {
+          const [row] = yield* sql<DeliveryRow>`
+            update webhook_deliveries set status = 'failed', next_attempt_at = null, claimed_until = null,
+              last_error = ${chat === undefined ? "chat webhook deleted" : "chat webhook invalid"}
+            where id = ${delivery.id} returning ${sql.literal(deliveryColumns)}`
+          return row!
+        }
+        const windowStart = Math.floor(now / RATE_WINDOW_MS) * RATE_WINDOW_MS
+        const count = yield* takeRate(chat.id, new Date(windowStart), CHAT_RATE_LIMIT_PER_MINUTE)
+        if (count === undefined) {
+          const [row] = yield* sql<DeliveryRow>`
+            update webhook_deliveries set next_attempt_at = ${new Date(windowStart + RATE_WINDOW_MS)}, claimed_until = null
+            where id = ${delivery.id} returning ${sql.literal(deliveryColumns)}`
+          return row!
+        }
+        const headers: Record<string, string> = { "Content-Type": "application/json", "User-Agent": "jobmon-alerts/1" }
+        const result = yield* Effect.promise(() => send(chat.url, delivery.body, headers, { allowPrivateTargets }))
+        const n = delivery.attempts + 1
+        const outcome = result.outcome
+        const statusCode = outcome._tag === "Answered" ? outcome.status : null
+        const error = outcome._tag === "Answered" ? (isSuccess(outcome) ? null : `HTTP ${outcome.status}`) : outcome.error
+        let status: "pending" | "succeeded" | "failed" = "failed"
+        let next: Date | null = null
+        if (isSuccess(outcome)) status = "succeeded"
+        else if (statusCode === 404 || statusCode === 401) yield* markInvalid(chat.id, invalidReason(statusCode), now)
+        else if (statusCode === 429 || isRetryable(outcome)) {
+          const delay = chatDelayAfterAttempt(n)
+          if (delay !== undefined) {
+            status = "pending"
+            next = new Date(now + Math.max(delay, (result.retryAfterSeconds ?? 0) * 1000))
+          }
+        }
+        return yield* finishAttempt(delivery, now, n, headers, { statusCode, responseTimeMs: result.responseTimeMs, error }, status, next)
+      })
+
+    /** One attempt of a claimed delivery; answers its row after. */
+    const attempt = (delivery: DeliveryRow): Effect.Effect<DeliveryRow> =>
+      delivery.chat_webhook_id !== null ? Effect.orDie(attemptChat(delivery)) : attemptWebhook(delivery)
+
+    const attemptWebhook = (delivery: DeliveryRow) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const [hook] = yield* sql<WebhookRow>`
+          select ${sql.literal(webhookColumns)} from webhooks where id = ${delivery.webhook_id}`
+        if (hook === undefined) return delivery
+        const windowStart = Math.floor(now / RATE_WINDOW_MS) * RATE_WINDOW_MS
+        const count = yield* takeRate(hook.id, new Date(windowStart))
+        if (count === undefined) {
+          // Over the limit: wait for the next minute (nothing is dropped).
+          const [row] = yield* sql<DeliveryRow>`
+            update webhook_deliveries set next_attempt_at = ${new Date(windowStart + RATE_WINDOW_MS)}, claimed_until = null
+            where id = ${delivery.id} returning ${sql.literal(deliveryColumns)}`
+          return row!
+        }
+        const headers: Record<string, string> = {
+          "Content-Type": "application/json",
+          "User-Agent": "jobmon-webhooks/1",
+          "X-Service-Event": delivery.event_type,
+          "X-Service-Delivery": delivery.id,
+          "X-Service-Signature": sign(hook.secret, delivery.body),
+          "X-RateLimit-Limit": String(RATE_LIMIT_PER_MINUTE),
+          "X-RateLimit-Remaining": String(RATE_LIMIT_PER_MINUTE - count),
+          "X-RateLimit-Reset": String(Math.floor((windowStart + RATE_WINDOW_MS) / 1000))
+        }
+        const result = yield* Effect.promise(() => send(hook.url, delivery.body, headers, { allowPrivateTargets }))
+        const n = delivery.attempts + 1
+        const outcome = result.outcome
+        const statusCode = outcome._tag === "Answered" ? outcome.status : null
+        const error = outcome._tag === "Answered"
+          ? (isSuccess(outcome) ? null : `HTTP ${outcome.status}`)
+          : outcome.error
+        const delay = isRetryable(outcome) ? delayAfterAttempt(n) : undefined
+        const status = isSuccess(outcome) ? "succeeded" : delay !== undefined ? "pending" : "failed"
+        const next = status === "pending" ? new Date(now + delay!) : null
+        return yield* finishAttempt(delivery, now, n, headers, { statusCode, responseTimeMs: result.responseTimeMs, error }, status, next)
+      }).pipe(Effect.orDie)
+
+    /** Claims due deliveries (SKIP LOCKED: concurrent workers never share one) and attempts them. */
+    const claimAndSend = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const claimed = yield* sql<DeliveryRow>`
+        update webhook_deliveries set claimed_until = ${new Date(now + LEASE_MS)}
+        where id in (
+          select id from webhook_deliveries
+          where status = 'pending' and next_attempt_at <= ${new Date(now)}
+            and (claimed_until is null or claimed_until <= ${new Date(now)})
+          order by next_attempt_at, id
+          limit ${CLAIM_BATCH}
+          for update skip locked)
+        returning ${sql.literal(deliveryColumns)}`.pipe(Effect.orDie)
+      yield* Effect.forEach(claimed, attempt, { concurrency: SEND_CONCURRENCY, discard: true })
+      return claimed.length
+    })
+
+    const nextDue = Effect.map(
+      sql<{ at: Date | null }>`
+        select min(greatest(next_attempt_at, coalesce(claimed_until, next_attempt_at))) as at
+        from webhook_deliveries where status = 'pending'`.pipe(Effect.orDie),
+      (rows) => rows[0]?.at?.getTime()
+    )
+
+    const pass = Effect.gen(function*() {
+      while ((yield* fanOutBatch) === FANOUT_BATCH) {
+        // more events waiting
+      }
+      while ((yield* claimAndSend) === CLAIM_BATCH) {
+        // more deliveries due
+      }
+      const now = yield* Clock.currentTimeMillis
+      const due = yield* nextDue
+      return due === undefined ? POLL_MS : Math.min(POLL_MS, Math.max(1, due - now))
+    })
+
+    const wake = yield* Queue.unbounded<Deferred.Deferred<void> | undefined>()
+
+    const worker = Effect.gen(function*() {
+      yield* syncPingEvents.pipe(Effect.catchAllCause((cause) => Effect.logError("could not sync ping events", cause)))
+      for (;;) {
+        const waiting = yield* Queue.takeAll(wake)
+        const wait = yield* pass.pipe(
+          Effect.catchAllCause((cause) => Effect.as(Effect.logError("webhook delivery pass failed", cause), POLL_MS))
+        )
+        for (const d of waiting) if (d !== undefined) yield* Deferred.succeed(d, undefined)
+        const more = yield* Queue.size(wake)
+        if (more === 0) yield* Effect.raceFirst(Effect.sleep(wait), Queue.take(wake).pipe(Effect.flatMap((d) => Queue.offer(wake, d))))
+      }
+    })
+    yield* Effect.forkScoped(worker)
+
+    /** Runs one whole pass of the worker (fan-out and due deliveries) and waits for it (tests, test endpoint). */
+    const flush = Effect.gen(function*() {
+      const done = yield* Deferred.make<void>()
+      yield* Queue.offer(wake, done)
+      yield* Deferred.await(done)
+    })
+
+    /** POST /api/webhooks/{id}/test: a webhook.test delivery, attempted at once. */
+    const test = Effect.fn("Webhooks.test")(function*(orgId: string, id: string) {
+      const hook = yield* findRow(orgId, id)
+      const now = yield* Clock.currentTimeMillis
+      const eventId = randomUUID()
+      const body = JSON.stringify({
+        event: "webhook.test",
+        id: eventId,
+        createdAt: new Date(now).toISOString(),
+        data: { webhook: { id: hook.id, url: hook.url }, message: "This is a test delivery from jobmon." }
+      })
+      const [row] = yield* sql<DeliveryRow>`
+        insert into webhook_deliveries (webhook_id, event_id, event_type, body, created_at, next_attempt_at, claimed_until)
+        values (${hook.id}, ${eventId}, 'webhook.test', ${body}, ${new Date(now)}, ${new Date(now)}, ${new Date(now + LEASE_MS)})
+        returning ${sql.literal(deliveryColumns)}`.pipe(Effect.orDie)
+      return toDelivery(yield* attempt(row!))
+    })
+
+    // ---- chat webhooks (decisions §9) ----------------------------------------------------------------
+
+    const checkChatFields = (input: { name?: string | undefined; mention?: string | null | undefined }) =>
+      Effect.gen(function*() {
+        if (input.name !== undefined && (input.name.trim() === "" || input.name.length > MAX_NAME_LENGTH || /[\s]/.test(input.name))) {
+          return yield* new ValidationError({
+            path: "name",
+            message: `name must have 1 to ${MAX_NAME_LENGTH} characters and no spaces (maintenance channels name it as chat:<name>).`
+          })
+        }
+        if (typeof input.mention === "string" && (input.mention.length === 0 || input.mention.length > MAX_MENTION_LENGTH)) {
+          return yield* new ValidationError({ path: "mention", message: `mention must have 1 to ${MAX_MENTION_LENGTH} characters (e.g. <@&123>).` })
+        }
+      })
+
+    const findChat = (orgId: string, id: string) =>
+      Effect.gen(function*() {
+        if (!isUuid(id)) return yield* notFound("chat webhook", id)
+        const [row] = yield* sql<ChatWebhookRow>`
+          select ${sql.literal(chatColumns)} from chat_webhooks where id = ${id} and org_id = ${orgId} and deleted_at is null`.pipe(
+          Effect.orDie
+        )
+        if (row === undefined) return yield* notFound("chat webhook", id)
+        return row
+      })
+
+    const chatCreate = Effect.fn("Webhooks.chatCreate")(function*(orgId: string, input: CreateChatWebhookRequest) {
+      yield* checkUrl(input.url)
+      yield* checkChatFields(input)
+      const name = input.name ?? new URL(input.url).hostname
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const [row] = yield* sql<ChatWebhookRow>`
+        insert into chat_webhooks (org_id, name, url, rules_severity, rules_types, mention, after_seq, created_at, updated_at)
+        values (${orgId}, ${name}, ${input.url}, ${[...new Set(input.rules?.severity ?? [])]}::text[],
+          ${[...new Set(input.rules?.types ?? [])]}::text[], ${input.mention ?? null},
+          (select coalesce(max(seq), 0) from events), ${now}, ${now})
+        returning ${sql.literal(chatColumns)}`.pipe(Effect.orDie)
+      return toChatWebhook(row!)
+    })
+
+    const chatList = (orgId: string) =>
+      sql<ChatWebhookRow>`
+        select ${sql.literal(chatColumns)} from chat_webhooks where org_id = ${orgId} and deleted_at is null
+        order by created_at, id`.pipe(Effect.orDie, Effect.map((rows) => rows.map(toChatWebhook)))
+
+    const chatGet = (orgId: string, id: string) => Effect.map(findChat(orgId, id), toChatWebhook)
+
+    const chatUpdate = Effect.fn("Webhooks.chatUpdate")(function*(orgId: string, id: string, input: UpdateChatWebhookRequest) {
+      const row = yield* findChat(orgId, id)
+      if (input.url !== undefined) yield* checkUrl(input.url)
+      yield* checkChatFields(input)
+      const now = new Date(yield* Clock.currentTimeMillis)
+      // A new url makes an invalid webhook active again.
+      const urlChanged = input.url !== undefined && input.url !== row.url
+      const [updated] = yield* sql<ChatWebhookRow>`
+        update chat_webhooks set
+          name = ${input.name ?? row.name},
+          url = ${input.url ?? row.url},
+          rules_severity = ${[...new Set(input.rules?.severity ?? row.rules_severity)]}::text[],
+          rules_types = ${[...new Set(input.rules?.types ?? row.rules_types)]}::text[],
+          mention = ${input.mention === undefined ? row.mention : input.mention},
+          status = ${urlChanged ? "active" : row.status},
+          status_reason = ${urlChanged ? null : row.status_reason},
+          updated_at = ${now}
+        where id = ${id}
+        returning ${sql.literal(chatColumns)}`.pipe(Effect.orDie)
+      return toChatWebhook(updated!)
+    })
+
+    const chatRemove = Effect.fn("Webhooks.chatRemove")(function*(orgId: string, id: string) {
+      yield* findChat(orgId, id)
+      const now = new Date(yield* Clock.currentTimeMillis)
+      yield* sql`update chat_webhooks set deleted_at = ${now} where id = ${id}`.pipe(Effect.orDie)
+      yield* sql`
+        update webhook_deliveries set status = 'failed', last_error = 'chat webhook deleted', next_attempt_at = null
+        where chat_webhook_id = ${id} and status = 'pending'`.pipe(Effect.orDie)
+    })
+
+    /** POST /api/alerts/chat/test: one message now; 502 names the chat service's answer. */
+    const chatTest = Effect.fn("Webhooks.chatTest")(function*(orgId: string, id: string) {
+      const chat = yield* findChat(orgId, id)
+      const now = yield* Clock.currentTimeMillis
+      const body = JSON.stringify(testMessageOf(chat.name, chat.mention, new Date(now).toISOString()))
+      const result = yield* Effect.promise(() =>
+        send(chat.url, body, { "Content-Type": "application/json", "User-Agent": "jobmon-alerts/1" }, { allowPrivateTargets })
+      )
+      const outcome = result.outcome
+      if (isSuccess(outcome)) return { sent: true as const, status: chat.status }
+      if (outcome._tag === "Answered" && (outcome.status === 404 || outcome.status === 401)) {
+        yield* markInvalid(chat.id, invalidReason(outcome.status), now).pipe(Effect.orDie)
+        return yield* new BadGateway({ message: invalidReason(outcome.status) })
+      }
+      return yield* new BadGateway({
+        message: outcome._tag === "Answered"
+          ? `The chat service answered ${outcome.status}; the test message was not accepted.`
+          : `The chat service could not be reached (${outcome.error}).`
+      })
+    })
+
+    return {
+      create,
+      list,
+      get,
+      update,
+      remove,
+      deliveries,
+      test,
+      flush,
+      chatCreate,
+      chatList,
+      chatGet,
+      chatUpdate,
+      chatRemove,
+      chatTest
+    } as const
+  })
+}) {}

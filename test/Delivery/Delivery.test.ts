@@ -1,0 +1,276 @@
+import { expect, it, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect, Exit, Layer, Scope, TestClock } from "effect"
+import { createHmac, timingSafeEqual } from "node:crypto"
+import { Webhooks } from "../../src/Delivery/Webhooks.js"
+import { Events } from "../../src/Events/Events.js"
+import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, TestServer } from "../support/fixture.js"
+import { defaultOrg, raise } from "../Incidents/support.js"
+import { receiver } from "./receiver.js"
+
+const flush = Effect.flatMap(Webhooks, (w) => w.flush)
+
+const createWebhook = (body: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    const r = yield* call("POST", "/api/webhooks", { body })
+    expect(r.status, r.text).toBe(201)
+    return r.body as { id: string; secret: string; [key: string]: any }
+  })
+
+const attemptsOf = (deliveryId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ attempt: number; at: Date; status_code: number | null; error: string | null; request_headers: any }>`
+      select attempt, at, status_code, error, request_headers from webhook_delivery_attempts
+      where delivery_id = ${deliveryId} order by attempt`
+  }).pipe(Effect.orDie)
+
+const deliveriesOf = (webhookId: string) =>
+  Effect.map(call("GET", `/api/webhooks/${webhookId}/deliveries`), (r) => {
+    expect(r.status).toBe(200)
+    return r.body.deliveries as Array<any>
+  })
+
+// The whole service runs on the TestClock: retries move only when the test moves the clock.
+layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook deliveries", (it) => {
+  it.effect("an incident raised through Incidents reaches a subscribed webhook, signed over the raw body", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const monitor = yield* createMonitor({ name: "db backup" })
+      const hook = yield* createWebhook({ url: target.url, events: ["incident.opened"] })
+      const { incident } = yield* raise(monitor.id)
+      yield* flush
+      expect(target.received).toHaveLength(1)
+      const got = target.received[0]!
+      // the receiver's check: HMAC-SHA256 of the unmodified bytes, lowercase hex, constant-time compare
+      const expected = createHmac("sha256", hook.secret).update(got.raw).digest("hex")
+      const given = String(got.headers["x-service-signature"])
+      expect(given).toMatch(/^[0-9a-f]{64}$/)
+      expect(timingSafeEqual(Buffer.from(expected), Buffer.from(given))).toBe(true)
+      expect(got.headers["content-type"]).toBe("application/json")
+      expect(got.headers["x-service-event"]).toBe("incident.opened")
+      expect(got.headers["x-ratelimit-limit"]).toBe("100")
+      expect(got.headers["x-ratelimit-remaining"]).toBe("99")
+      expect(Number(got.headers["x-ratelimit-reset"])).toBeGreaterThan(0)
+      expect(Object.keys(got.body)).toEqual(["event", "id", "createdAt", "data"])
+      expect(got.body.event).toBe("incident.opened")
+      expect(got.body.data.incident).toMatchObject({ id: incident.id, type: "FAIL", monitorId: monitor.id, monitor: { name: "db backup" } })
+
+      const [delivery, ...rest] = yield* deliveriesOf(hook.id)
+      expect(rest).toHaveLength(0)
+      expect(delivery).toMatchObject({
+        eventId: got.body.id,
+        event: "incident.opened",
+        status: "succeeded",
+        attempts: 1,
+        retryCount: 0,
+        lastStatusCode: 200,
+        nextAttemptAt: null
+      })
+      expect(got.headers["x-service-delivery"]).toBe(delivery.id)
+      expect(delivery.requestHeaders["X-Service-Delivery"]).toBe(delivery.id)
+      expect(JSON.stringify(delivery.requestHeaders)).not.toContain(hook.secret)
+      // idempotent: another pass sends nothing more
+      yield* TestClock.adjust("10 minutes")
+      yield* flush
+      expect(target.received).toHaveLength(1)
+    })))
+
+  it.effect("500, 500, 200: three attempts 1 s and 2 s apart, one delivery id throughout", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([500, 500, 200])
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["incident.opened"] })
+      yield* raise(monitor.id)
+      yield* flush
+      expect(target.received).toHaveLength(1)
+      let [d] = yield* deliveriesOf(hook.id)
+      expect(d).toMatchObject({ status: "pending", attempts: 1, lastStatusCode: 500 })
+      expect(Date.parse(d.nextAttemptAt) - (yield* TestClock.currentTimeMillis)).toBe(1000)
+      yield* TestClock.adjust("999 millis")
+      yield* flush
+      expect(target.received).toHaveLength(1)
+      yield* TestClock.adjust("1 millis")
+      yield* flush
+      expect(target.received).toHaveLength(2)
+      yield* TestClock.adjust("2 seconds")
+      yield* flush
+      expect(target.received).toHaveLength(3)
+      ;[d] = yield* deliveriesOf(hook.id)
+      expect(d).toMatchObject({ status: "succeeded", attempts: 3, retryCount: 2, lastStatusCode: 200, nextAttemptAt: null })
+      const attempts = yield* attemptsOf(d.id)
+      expect(attempts.map((a) => a.status_code)).toEqual([500, 500, 200])
+      expect(attempts[1]!.at.getTime() - attempts[0]!.at.getTime()).toBe(1000)
+      expect(attempts[2]!.at.getTime() - attempts[1]!.at.getTime()).toBe(2000)
+      expect(new Set(target.received.map((r) => r.headers["x-service-delivery"]))).toEqual(new Set([d.id]))
+      // the same bytes every time
+      expect(new Set(target.received.map((r) => r.raw.toString("utf8"))).size).toBe(1)
+    })))
+
+  it.effect("a 4xx is not retried", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([400])
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["incident.opened"] })
+      yield* raise(monitor.id)
+      yield* flush
+      yield* TestClock.adjust("10 minutes")
+      yield* flush
+      expect(target.received).toHaveLength(1)
+      const [d] = yield* deliveriesOf(hook.id)
+      expect(d).toMatchObject({ status: "failed", attempts: 1, retryCount: 0, lastStatusCode: 400, nextAttemptAt: null })
+    })))
+
+  it.effect("always 503: 8 attempts at 0, 1, 3, 7, 15, 31, 63, 127 s, then failed", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([503])
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["incident.opened"] })
+      yield* raise(monitor.id)
+      yield* flush
+      for (const gap of [1, 2, 4, 8, 16, 32, 64]) {
+        yield* TestClock.adjust(`${gap} seconds`)
+        yield* flush
+      }
+      expect(target.received).toHaveLength(8)
+      const [d] = yield* deliveriesOf(hook.id)
+      expect(d).toMatchObject({ status: "failed", attempts: 8, retryCount: 7, lastStatusCode: 503, nextAttemptAt: null })
+      const attempts = yield* attemptsOf(d.id)
+      const t0 = attempts[0]!.at.getTime()
+      expect(attempts.map((a) => (a.at.getTime() - t0) / 1000)).toEqual([0, 1, 3, 7, 15, 31, 63, 127])
+      yield* TestClock.adjust("10 minutes")
+      yield* flush
+      expect(target.received).toHaveLength(8)
+    })))
+
+  it.effect("a refused connection is retried (no response)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const url = target.url
+      yield* Effect.promise(() => new Promise<void>((resolve) => target.server.close(() => resolve())))
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url, events: ["incident.opened"] })
+      yield* raise(monitor.id)
+      yield* flush
+      const [d] = yield* deliveriesOf(hook.id)
+      expect(d).toMatchObject({ status: "pending", attempts: 1, lastStatusCode: null })
+      expect(d.lastError).toContain("ECONNREFUSED")
+    })))
+
+  it.effect("filters: events selection, monitorIds (any of the event's monitors) and severity", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const a = yield* createMonitor({ name: "a" })
+      const b = yield* createMonitor({ name: "b" })
+      const onlyA = yield* createWebhook({ url: target.url, events: ["incident.opened"], filters: { monitorIds: [a.id] } })
+      const onlyLow = yield* createWebhook({ url: target.url, events: ["incident.opened"], filters: { severity: ["LOW"] } })
+      const resolvedOnly = yield* createWebhook({ url: target.url, events: ["incident.resolved"] })
+      yield* raise(a.id, { type: "FAIL", severity: "HIGH" })
+      yield* raise(b.id, { type: "ANOMALY", severity: "LOW", details: {} })
+      yield* flush
+      const ofA = yield* deliveriesOf(onlyA.id)
+      expect(ofA).toHaveLength(1)
+      const bodyA = target.received.find((r) => r.headers["x-service-delivery"] === ofA[0].id)!.body
+      expect(bodyA.data.incident.monitorId).toBe(a.id)
+      const ofLow = yield* deliveriesOf(onlyLow.id)
+      expect(ofLow).toHaveLength(1)
+      const bodyLow = target.received.find((r) => r.headers["x-service-delivery"] === ofLow[0].id)!.body
+      expect(bodyLow.data.incident).toMatchObject({ monitorId: b.id, severity: "LOW" })
+      expect(yield* deliveriesOf(resolvedOnly.id)).toHaveLength(0)
+      expect(target.received).toHaveLength(2)
+    })))
+
+  it.effect("test delivery: 200 with the record of a webhook.test event, delivered at once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([204])
+      const hook = yield* createWebhook({ url: target.url, events: ["incident.opened"] })
+      const r = yield* call("POST", `/api/webhooks/${hook.id}/test`)
+      expect(r.status).toBe(200)
+      expect(r.body).toMatchObject({ event: "webhook.test", status: "succeeded", attempts: 1, lastStatusCode: 204 })
+      expect(target.received).toHaveLength(1)
+      const got = target.received[0]!
+      expect(got.headers["x-service-event"]).toBe("webhook.test")
+      expect(got.headers["x-service-delivery"]).toBe(r.body.id)
+      expect(got.body).toMatchObject({ event: "webhook.test", id: r.body.eventId })
+      expect(createHmac("sha256", hook.secret).update(got.raw).digest("hex")).toBe(got.headers["x-service-signature"])
+      expect((yield* deliveriesOf(hook.id))[0].id).toBe(r.body.id)
+    })))
+
+  it.effect("over 100 deliveries a minute per webhook: the rest wait for the next minute, none dropped", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["monitor.updated"] })
+      const { orgId } = yield* defaultOrg
+      const events = yield* Events
+      const now = yield* TestClock.currentTimeMillis
+      // at the start of a minute, so the whole burst falls in one window
+      yield* TestClock.adjust(`${60_000 - (now % 60_000)} millis`)
+      yield* events.recordMany(
+        Array.from({ length: 105 }, (_, i) => ({
+          orgId,
+          type: "monitor.updated" as const,
+          data: { n: i },
+          monitorIds: [monitor.id],
+          at: now
+        }))
+      )
+      yield* flush
+      expect(target.received).toHaveLength(100)
+      expect(target.received.map((r) => Number(r.headers["x-ratelimit-remaining"])).sort((x, y) => x - y)[0]).toBe(0)
+      const pending = (yield* deliveriesOf(hook.id)).filter((d) => d.status === "pending")
+      expect(pending).toHaveLength(5)
+      yield* TestClock.adjust("60 seconds")
+      yield* flush
+      expect(target.received).toHaveLength(105)
+      expect(new Set(target.received.map((r) => r.body.data.n)).size).toBe(105)
+    })))
+
+  it.effect("subscribing to ping.received turns ping events on; pings then reach the webhook", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["ping.received"] })
+      expect((yield* call("POST", `/api/ping/${monitor.id}/success`, { body: { durationMs: 10 } })).status).toBe(200)
+      // the ping writer commits asynchronously: poll (in real time) until the delivery exists
+      for (let i = 0; i < 100 && target.received.length === 0; i++) {
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        yield* flush
+      }
+      expect(target.received).toHaveLength(1)
+      expect(target.received[0]!.body.data.ping).toMatchObject({ monitorId: monitor.id, kind: "success" })
+      expect((yield* call("DELETE", `/api/webhooks/${hook.id}`)).status).toBe(204)
+    })))
+})
+
+it.effect("after a restart, a pending delivery resumes when its retry is due", () =>
+  Effect.gen(function*() {
+    const db = yield* makeTestDatabase()
+    const token = newAdminToken()
+    const target = yield* receiver([500, 200])
+    const run = <A, E>(use: Effect.Effect<A, E, any>): Effect.Effect<A, unknown> =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(AppOn(db.url, token, { allowPrivateTargets: true }), scope)
+        return yield* (Effect.provide(use, context) as Effect.Effect<A, E>).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
+      })
+    const hookId = yield* run(Effect.gen(function*() {
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["incident.opened"] })
+      yield* raise(monitor.id)
+      yield* flush
+      const [d] = yield* deliveriesOf(hook.id)
+      expect(d).toMatchObject({ status: "pending", attempts: 1 })
+      return hook.id
+    }))
+    expect(target.received).toHaveLength(1)
+    // Down past the due time: the next life sends it.
+    yield* TestClock.adjust("5 seconds")
+    const after = yield* run(Effect.gen(function*() {
+      yield* flush
+      return yield* deliveriesOf(hookId)
+    }))
+    expect(target.received).toHaveLength(2)
+    expect(after[0]).toMatchObject({ status: "succeeded", attempts: 2, retryCount: 1 })
+    expect(target.received[1]!.headers["x-service-delivery"]).toBe(after[0].id)
+  }).pipe(Effect.scoped), 120_000)

@@ -1,0 +1,48 @@
+import { Effect } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+
+export interface Received {
+  readonly headers: http.IncomingHttpHeaders
+  readonly raw: Buffer
+  readonly body: any
+  /** Real time of arrival (ms). */
+  readonly at: number
+}
+
+/**
+ * A real HTTP receiver on 127.0.0.1: answers each request with the next status of `statuses`
+ * (the last one repeats) and keeps what it got.
+ */
+export const receiver = (statuses: ReadonlyArray<number> = [200]) =>
+  Effect.acquireRelease(
+    Effect.async<{ url: string; received: Array<Received>; server: http.Server }>((resume) => {
+      const received: Array<Received> = []
+      const server = http.createServer((req, res) => {
+        const chunks: Array<Buffer> = []
+        req.on("data", (c: Buffer) => chunks.push(c))
+        req.on("end", () => {
+          const raw = Buffer.concat(chunks)
+          let body: unknown = undefined
+          try {
+            body = JSON.parse(raw.toString("utf8"))
+          } catch {
+            body = undefined
+          }
+          const status = statuses[Math.min(received.length, statuses.length - 1)]!
+          received.push({ headers: req.headers, raw, body, at: Date.now() })
+          res.writeHead(status, { "content-type": "text/plain" })
+          res.end("ok")
+        })
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const { port } = server.address() as AddressInfo
+        resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hook`, received, server }))
+      })
+    }),
+    ({ server }) =>
+      Effect.async<void>((resume) => {
+        server.close(() => resume(Effect.void))
+        server.closeAllConnections()
+      })
+  )
