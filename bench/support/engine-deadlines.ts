@@ -6,9 +6,9 @@ import type pg from "pg"
  *
  * - spread: monitors created through the API whose deadline falls 20–40 s after the phase starts.
  *   MISSED: interval schedules of 10–20 s with the rest of the delay as grace, and `* * * * *` cron
- *   monitors in several zones whose grace puts the deadline in the window (a few of them share each
- *   deadline to the millisecond). LATE: `maxRuntimeSeconds` 20–39 and a start ping right after
- *   creation.
+ *   monitors in several zones whose grace spreads their deadlines over 20 s from the next minute
+ *   boundary or 20 s, whichever is later (a few share each deadline to the millisecond). LATE:
+ *   `maxRuntimeSeconds` 20–39 and a start ping right after creation.
  * - burst: monitors that all share one MISSED deadline: a daily cron at one minute (UTC), far
  *   enough ahead for all of them to be created first, as when every job of a host stops at once.
  *
@@ -71,11 +71,13 @@ const spreadPlans = (missed: number, late: number, at: number): Array<Plan> => {
     const every = 10 + (i % 11)
     out.push({ kind: "MISSED", group: "spread", schedule: { type: "interval", expression: `${every}s` }, graceSeconds: Math.max(0, total - every) })
   }
-  // Cron `* * * * *`: T is the next minute boundary; the grace brings T + grace 20–40 s after `at`.
+  // Cron `* * * * *`: T is the next minute boundary; the grace spreads T + grace over 20 s from
+  // 20 s after `at` (or from T, when T is later than that): a few monitors per whole second.
   const nextMinute = Math.ceil((at + 1) / 60_000) * 60_000
+  const from = Math.max(at + 20_000, nextMinute)
   const crons = missed - intervals
   for (let i = 0; i < crons; i++) {
-    const target = at + 20_000 + Math.floor((i * 20) / crons) * 1000
+    const target = from + Math.floor((i * 20) / crons) * 1000
     out.push({
       kind: "MISSED",
       group: "spread",

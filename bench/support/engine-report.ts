@@ -97,7 +97,8 @@ median is reported; \`VmHWM\` is the peak, reached during the rebuild).
 Deadline latency (\`bench/support/engine-deadlines.ts\`), with the 100,000 monitors loaded: monitors
 created through the API while the service runs, whose deadline falls 20–40 s later — 200 MISSED (120
 interval schedules of 10–20 s with the rest of the delay as grace; 80 \`* * * * *\` cron monitors in
-five zones, a few sharing each deadline to the millisecond) and 100 LATE (\`maxRuntimeSeconds\` 20–39,
+five zones, their graces spreading the deadlines over 20 s from the next minute boundary when that
+is later, four sharing each deadline to the millisecond) and 100 LATE (\`maxRuntimeSeconds\` 20–39,
 a start ping right after creation). Each deadline is read back from the database right after its
 monitor is created (next expected time + grace; run start + limit); the engine dates each incident
 at its deadline, and the benchmark checks that \`created_at\` equals it. \`select monitor_id, type

@@ -285,7 +285,7 @@ const FIELD_NAMES = ["minute", "hour", "day-of-month", "month", "day-of-week"] a
 const FIELD_CHARS = /^[0-9A-Za-z*,\-/#]+$/
 
 type CompiledCron = {
-  readonly cron: Cron
+  readonly cron: NaiveCron
   /** Vixie cron "wildcard" job: minute or hour field starts with `*` (or @hourly). */
   readonly wildcard: boolean
 }
@@ -345,17 +345,39 @@ const parseCronText = (input: string): Either.Either<ParsedCron, string> => {
   return Either.right({ expression, fields, wildcard: fields[0]!.startsWith("*") || fields[1]!.startsWith("*") })
 }
 
-const newCron = (fields: ReadonlyArray<string>): Cron =>
+/** What this module needs of croner: the next naive wall-clock time strictly after a date. */
+interface NaiveCron {
+  readonly nextRun: (from: Date) => Date | null
+}
+
+const plainCron = (fields: ReadonlyArray<string>, domAndDow: boolean): Cron =>
   new Cron(fields.join(" "), {
     // A plain calendar without zone or DST: croner yields naive wall-clock
     // times; this module maps them to instants in the schedule's zone.
     utcOffset: 0,
     paused: true,
     mode: "5-part",
-    // Vixie cron: day-of-month and day-of-week are AND-ed when either field
-    // starts with "*", OR-ed otherwise.
-    domAndDow: fields[2]!.startsWith("*") || fields[4]!.startsWith("*")
+    domAndDow
   })
+
+/**
+ * Vixie cron: day-of-month and day-of-week are AND-ed when either field starts with "*", OR-ed
+ * otherwise. croner 10's own OR mode skips matching days when it crosses from a short month
+ * ("* * 1-7 * 7" from 2002-02-28 jumps to Sunday 03-03, skipping Friday 03-01), so an OR
+ * pattern is evaluated as the union of its day-of-month half and its day-of-week half.
+ */
+const newCron = (fields: ReadonlyArray<string>): NaiveCron => {
+  if (fields[2]!.startsWith("*") || fields[4]!.startsWith("*")) return plainCron(fields, true)
+  const byMonthDay = plainCron([fields[0]!, fields[1]!, fields[2]!, fields[3]!, "*"], true)
+  const byWeekDay = plainCron([fields[0]!, fields[1]!, "*", fields[3]!, fields[4]!], true)
+  return {
+    nextRun: (from) => {
+      const a = byMonthDay.nextRun(from)
+      const b = byWeekDay.nextRun(from)
+      return a === null ? b : b === null ? a : a.getTime() <= b.getTime() ? a : b
+    }
+  }
+}
 
 // A fixed reference for the "does it ever fire" check (validation reads no clock).
 const NEVER_FIRES_REFERENCE = Date.UTC(2000, 0, 1)
@@ -380,7 +402,7 @@ const compileUncached = (text: string): Compiled => {
   const parsed = parseCronText(text)
   if (Either.isLeft(parsed)) return Either.left(parsed.left)
   const { expression, fields, wildcard } = parsed.right
-  let cron: Cron
+  let cron: NaiveCron
   try {
     cron = newCron(fields)
   } catch (e) {
@@ -401,7 +423,7 @@ const compileUncached = (text: string): Compiled => {
 const compile = (text: string): CompiledCron | undefined => Either.getOrUndefined(compileCron(text))
 
 /** Smallest naive wall-clock time matching the pattern strictly after `naive`. */
-const naiveNext = (cron: Cron, naive: number): number | undefined => {
+const naiveNext = (cron: NaiveCron, naive: number): number | undefined => {
   try {
     const d = cron.nextRun(new Date(naive))
     return d === null ? undefined : d.getTime()
@@ -417,7 +439,7 @@ const BACKWARD_WINDOWS = [HOUR, DAY, 32 * DAY, 367 * DAY, 8 * 366 * DAY, 401 * 3
  * Largest naive wall-clock time matching the pattern that is <= `naive`.
  * Uses forward searches only (croner's previousRuns throws on some patterns).
  */
-const naiveLatestAtOrBefore = (cron: Cron, naive: number): number | undefined => {
+const naiveLatestAtOrBefore = (cron: NaiveCron, naive: number): number | undefined => {
   const end = Math.floor(naive / MINUTE) * MINUTE
   const hasMatchIn = (from: number) => {
     const n = naiveNext(cron, from)

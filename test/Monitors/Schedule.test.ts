@@ -952,3 +952,18 @@ const simulateCronie = (expression: string, zone: string, start: number, end: nu
   }
   return runs
 }
+
+describe("Schedule: day-of-month OR day-of-week across a short month", () => {
+  // croner 10 alone skips 2002-03-01 (a Friday, day 1) coming from February in OR mode.
+  it("'* * 1-7 * 7' runs on Friday 1 March 2002, day 1 of the month", () => {
+    const s = Either.getOrThrow(validateSchedule({ type: "cron", expression: "0 0 1-7 * 7", timezone: "UTC" }))
+    expect(new Date(nextOccurrence(s, Date.parse("2002-02-27T12:00:00Z"))!).toISOString()).toBe("2002-03-01T00:00:00.000Z")
+    expect(new Date(previousOccurrence(s, Date.parse("2002-03-01T12:00:00Z"))!).toISOString()).toBe("2002-03-01T00:00:00.000Z")
+    expect(nextOccurrences(s, Date.parse("2002-02-27T12:00:00Z"), 4).map((t) => new Date(t).toISOString())).toEqual([
+      "2002-03-01T00:00:00.000Z",
+      "2002-03-02T00:00:00.000Z",
+      "2002-03-03T00:00:00.000Z",
+      "2002-03-04T00:00:00.000Z"
+    ])
+  })
+})
