@@ -158,12 +158,17 @@ const main = async (): Promise<number> => {
     }
   }
   const cpuIdleTo = processCpuUs(service.pid)
+  if (service.child.hasExited()) throw new Error(`the service exited while idle:\n${[...service.stdout().slice(-30), service.child.tail()].join("\n")}`)
   const idleCpu = cpuIdleFrom === undefined || cpuIdleTo === undefined ? undefined : (cpuIdleTo - cpuIdleFrom) / ((Date.now() - idleFrom) * 1000)
   const idleRss = rssSamples.length === 0 ? undefined : median(rssSamples)
   log(`idle RSS after ${settings.idleSeconds} s: ${rssSamples.map(mb).join(", ")} (median ${mb(idleRss)}); peak (VmHWM) ${mb(hwm)}; idle CPU ${idleCpu === undefined ? "?" : `${fmt(idleCpu * 100, 1)} %`} of a core`)
 
   // 5. Deadlines 20–40 s ahead, with 100,000 monitors loaded; then a burst sharing one deadline.
   const api = { url: service.url, token: adminToken }
+  const alive = (phase: string) => {
+    if (!service.child.hasExited()) return
+    throw new Error(`the service exited during ${phase}; its last lines:\n${[...service.stdout().slice(-30), service.child.tail()].join("\n")}`)
+  }
   const spread = await plantSpread(api, pool, { missed: settings.missed, late: settings.late, concurrency: 8 })
   const describePlant = (p: ReadonlyArray<Planted>, ms: number) => {
     const now = Date.now()
@@ -173,6 +178,7 @@ const main = async (): Promise<number> => {
   }
   log(describePlant(spread.planted, spread.ms))
   const spreadWatch = await watchIncidents(client, spread.planted, 15_000)
+  alive("the spread deadlines")
   log(`spread: ${spreadWatch.seen.length} of ${spread.planted.length} incidents seen`)
   // The MISSED monitors would go on missing every 10–60 s: delete them before the burst.
   await retire(api, spread.planted, 8)
@@ -190,6 +196,7 @@ const main = async (): Promise<number> => {
     const postmaster = backends.length > 0 ? parentPid(backends[0]!) : undefined
     const before = { service: processCpuUs(service.pid), pg: postmaster === undefined ? undefined : postgresServerCpuUs(postmaster)?.total, at: Date.now() }
     burstWatch = await watchIncidents(client, burstPlant.planted, 60_000)
+    alive("the burst")
     const after = { service: processCpuUs(service.pid), pg: postmaster === undefined ? undefined : postgresServerCpuUs(postmaster)?.total, at: Date.now() }
     burstCpu = {
       serviceMs: before.service === undefined || after.service === undefined ? undefined : (after.service - before.service) / 1000,
@@ -256,7 +263,7 @@ const main = async (): Promise<number> => {
   checks.push({
     name: "exactly one incident of its kind per planted monitor, none on the idle fleet",
     pass: countsOk,
-    detail: `${planted.length - wrong.length} of ${planted.length} planted monitors right${wrong.length === 0 ? "" : ` (wrong: ${wrong.slice(0, 5).join("; ")}${wrong.length > 5 ? "; …" : ""})`}; idle fleet ${backgroundIncidents - incidentsBefore} new incidents`
+    detail: `${fmt(planted.length - wrong.length)} of ${fmt(planted.length)} planted monitors right${wrong.length === 0 ? "" : ` (wrong: ${wrong.slice(0, 5).join("; ")}${wrong.length > 5 ? "; …" : ""})`}; idle fleet ${backgroundIncidents - incidentsBefore} new incidents`
   })
 
   const notes: Array<string> = []

@@ -110,8 +110,9 @@ cron at one UTC minute) sharing one MISSED deadline, as when every job of a host
 
 Knobs (environment): \`BENCH_ENGINE_MONITORS\` (100000), \`BENCH_ENGINE_OPEN_RUNS\` (3000),
 \`BENCH_ENGINE_INCIDENTS\` (300), \`BENCH_ENGINE_MISSED\` (200), \`BENCH_ENGINE_LATE\` (100),
-\`BENCH_ENGINE_BURST\` (1000; 0 skips it), \`BENCH_ENGINE_IDLE_SECONDS\` (15), \`BENCH_WRITE_DOCS\` (1: update this section), \`BENCH_STRICT\` (1: exit 1
-when a target is missed; a wrong incident count always exits 1).
+\`BENCH_ENGINE_BURST\` (1000; 0 skips it), \`BENCH_ENGINE_IDLE_SECONDS\` (15), \`BENCH_WRITE_DOCS\` (1: update
+this section), \`BENCH_STRICT\` (1: exit 1 when a target is missed; a wrong incident count, or a
+service that exits, always exits 1).
 `
 
 /**
