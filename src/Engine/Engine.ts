@@ -239,7 +239,9 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
 
     const handle = (actor: Actor, event: EngineEvent) =>
       Effect.gen(function*() {
-        if (!actor.durationsLoaded && event._tag !== "ConfigChanged") {
+        // Durations matter to finished runs and to LATE limits of open runs; a MISSED check needs none.
+        const needsDurations = event._tag !== "ConfigChanged" && !(event._tag === "Tick" && actor.state.openRuns.length === 0)
+        if (!actor.durationsLoaded && needsDurations) {
           const durations = yield* loadDurations(actor)
           actor.state = { ...actor.state, recentDurations: durations }
           actor.durationsLoaded = true
