@@ -1,6 +1,4 @@
-import * as fs from "node:fs"
-import * as path from "node:path"
-import type { Check, Machine } from "./report.js"
+import { type Check, type Machine, replaceDocsBlock } from "./report.js"
 
 /** The results of `npm run bench:engine`: a console table and the "Incident engine" section of docs/performance.md. */
 
@@ -115,31 +113,6 @@ this section), \`BENCH_STRICT\` (1: exit 1 when a target is missed; a wrong inci
 service that exits, always exits 1).
 `
 
-/**
- * Replaces this setup's block in the "Incident engine" section of docs/performance.md. A missing
- * section is created with the description above; an existing one keeps its text (the analysis
- * written by hand between the description and the blocks) and only the block changes.
- */
-export const writeEngineDocs = (file: string, report: EngineReport): void => {
-  const begin = `<!-- bench:engine:${report.setup}:begin -->`
-  const end = `<!-- bench:engine:${report.setup}:end -->`
-  const content = `${begin}\n${block(report)}\n${end}`
-  let text = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "# Performance\n"
-  const heading = /^## Incident engine[ \t]*$/m.exec(text)
-  if (heading === null) {
-    text = `${text.trimEnd()}\n\n${INTRO}\n${content}\n`
-  } else {
-    const sectionStart = heading.index
-    const next = /^## /m.exec(text.slice(sectionStart + heading[0].length))
-    const sectionEnd = next === null ? text.length : sectionStart + heading[0].length + next.index
-    let section = text.slice(sectionStart, sectionEnd)
-    const b = section.indexOf(begin)
-    const e = section.indexOf(end)
-    section = b >= 0 && e > b
-      ? section.slice(0, b) + content + section.slice(e + end.length)
-      : `${section.trimEnd()}\n\n${content}\n${sectionEnd < text.length ? "\n" : ""}`
-    text = text.slice(0, sectionStart) + section + text.slice(sectionEnd)
-  }
-  fs.mkdirSync(path.dirname(file), { recursive: true })
-  fs.writeFileSync(file, text.endsWith("\n") ? text : `${text}\n`)
-}
+/** Replaces this setup's block in the "Incident engine" section of docs/performance.md. */
+export const writeEngineDocs = (file: string, report: EngineReport): void =>
+  replaceDocsBlock(file, { heading: "Incident engine", intro: INTRO, kind: "engine", setup: report.setup, block: block(report) })

@@ -207,15 +207,23 @@ Targets: intake with every ping committed ≥ 0.5 × the bare \`node:http\` rate
 under 50 ms at 5,000 pings/s; zero acknowledged pings missing.
 `
 
-/** Replaces this setup's block in the "Ping intake" section of docs/performance.md (creating what is missing). */
-export const writeDocs = (file: string, report: Report): void => {
-  const begin = `<!-- bench:intake:${report.setup}:begin -->`
-  const end = `<!-- bench:intake:${report.setup}:end -->`
-  const content = `${begin}\n${block(report)}\n${end}`
+/**
+ * Replaces one marked block (`<!-- bench:<kind>:<setup>:begin/end -->`) in a `## <heading>` section
+ * of docs/performance.md. A missing section is created with `intro`; an existing one keeps its text
+ * (analysis written by hand) and only the block changes.
+ */
+export const replaceDocsBlock = (
+  file: string,
+  options: { heading: string; intro: string; kind: string; setup: string; block: string }
+): void => {
+  const begin = `<!-- bench:${options.kind}:${options.setup}:begin -->`
+  const end = `<!-- bench:${options.kind}:${options.setup}:end -->`
+  const content = `${begin}\n${options.block}\n${end}`
   let text = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "# Performance\n"
-  const heading = /^## Ping intake[ \t]*$/m.exec(text)
+  const escaped = options.heading.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+  const heading = new RegExp(`^## ${escaped}[ \\t]*$`, "m").exec(text)
   if (heading === null) {
-    text = `${text.trimEnd()}\n\n${INTRO}\n${content}\n`
+    text = `${text.trimEnd()}\n\n${options.intro}\n${content}\n`
   } else {
     const sectionStart = heading.index
     const next = /^## /m.exec(text.slice(sectionStart + heading[0].length))
@@ -231,3 +239,7 @@ export const writeDocs = (file: string, report: Report): void => {
   fs.mkdirSync(path.dirname(file), { recursive: true })
   fs.writeFileSync(file, text.endsWith("\n") ? text : `${text}\n`)
 }
+
+/** Replaces this setup's block in the "Ping intake" section of docs/performance.md (creating what is missing). */
+export const writeDocs = (file: string, report: Report): void =>
+  replaceDocsBlock(file, { heading: "Ping intake", intro: INTRO, kind: "intake", setup: report.setup, block: block(report) })
