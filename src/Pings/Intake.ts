@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, ParseResult, Runtime, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { Tokens } from "../Auth/Tokens.js"
+import { parseBearer, Tokens } from "../Auth/Tokens.js"
 import { scopeAllows } from "../Auth/Token.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
@@ -267,7 +267,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
 
     /** The whole intake of one ping; `reply` is called exactly once. */
     const submit = (request: PingRequest, reply: (r: PingReply) => void): void => {
-      const raw = /^\s*Bearer\s+(\S+)\s*$/i.exec(request.authorization ?? "")?.[1]
+      const raw = parseBearer(request.authorization)
       const unauthorized = (message: string) =>
         reply({ ...error(401, "Unauthorized", message), headers: { "www-authenticate": 'Bearer realm="jobmon"' } })
       if (raw === undefined) {
