@@ -53,6 +53,59 @@ export const percentileOfSorted = (sorted: ArrayLike<number>, p: number): number
 
 const sortedCopy = (values: ReadonlyArray<number>): Float64Array => Float64Array.from(values).sort()
 
+/**
+ * Sorted copies of duration histories, keyed by the history array. A monitor's history is never
+ * changed in place (each finished run makes a new array, see appendDuration), so the sorted copy
+ * of a history stays right for as long as the history lives.
+ */
+const sortedHistories = new WeakMap<ReadonlyArray<number>, Float64Array>()
+
+/** The durations of a history sorted ascending (cached per history array: do not mutate it). */
+export const sortedHistory = (history: ReadonlyArray<number>): Float64Array => {
+  let sorted = sortedHistories.get(history)
+  if (sorted === undefined) {
+    sorted = sortedCopy(history)
+    sortedHistories.set(history, sorted)
+  }
+  return sorted
+}
+
+/** Index of the first element of `sorted` that is ≥ value (binary search). */
+const lowerBound = (sorted: Float64Array, value: number, end: number): number => {
+  let lo = 0
+  let hi = end
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (sorted[mid]! < value) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/**
+ * The history with one more duration, keeping the newest `memory`: a new array (the old one is
+ * left as it was), whose sorted copy is derived from the old one's in O(n) instead of sorted again.
+ */
+export const appendDuration = (history: ReadonlyArray<number>, durationMs: number, memory: number): ReadonlyArray<number> => {
+  const drop = Math.max(0, history.length + 1 - memory)
+  const next = drop === 0 ? [...history, durationMs] : [...history.slice(drop), durationMs]
+  const before = sortedHistory(history)
+  const sorted = new Float64Array(next.length)
+  sorted.set(before)
+  let n = before.length
+  for (let i = 0; i < drop; i++) {
+    // remove one occurrence of each dropped (oldest) duration
+    const at = lowerBound(sorted, history[i]!, n)
+    sorted.copyWithin(at, at + 1, n)
+    n--
+  }
+  const at = lowerBound(sorted, durationMs, n)
+  sorted.copyWithin(at + 1, at, n)
+  sorted[at] = durationMs
+  sortedHistories.set(next, sorted)
+  return next
+}
+
 /** `percentile_cont(p)` of unsorted values; null when there are none. */
 export const percentile = (values: ReadonlyArray<number>, p: number): number | null =>
   percentileOfSorted(sortedCopy(values), p)
@@ -81,26 +134,53 @@ const logOf = (ms: number): number => Math.log(Math.max(MIN_DURATION_MS, ms))
  * Learns the distribution of recent successful durations; null while fewer than
  * MIN_RUNS_FOR_LEARNING are known (no judgement yet).
  */
-export const learnDurations = (durations: ReadonlyArray<number>): DurationModel | null => {
-  const n = durations.length
-  if (n < MIN_RUNS_FOR_LEARNING) return null
-  const logs = new Float64Array(n)
-  const raw = new Float64Array(n)
-  for (let i = 0; i < n; i++) {
-    raw[i] = durations[i]!
-    logs[i] = logOf(durations[i]!)
+export const learnDurations = (durations: ReadonlyArray<number>): DurationModel | null =>
+  durations.length < MIN_RUNS_FOR_LEARNING ? null : learnFromSorted(sortedCopy(durations))
+
+/** learnDurations of a monitor's history (a never-mutated array: its sorted copy is cached). */
+export const learnHistory = (history: ReadonlyArray<number>): DurationModel | null =>
+  history.length < MIN_RUNS_FOR_LEARNING ? null : learnFromSorted(sortedHistory(history))
+
+/**
+ * The model from durations sorted ascending, in O(n) without sorting: ln is increasing, so the
+ * sorted logarithms are the logarithms of the sorted durations; the absolute deviations from their
+ * median come out ordered by walking outwards from the median (a merge of two sorted runs).
+ * The arithmetic is the same as sorting each sequence, so the result is identical.
+ */
+const learnFromSorted = (raw: Float64Array): DurationModel => {
+  const n = raw.length
+  const h = (n - 1) * 0.5
+  const lo = Math.floor(h)
+  const hi = Math.min(n - 1, lo + 1)
+  const logLo = logOf(raw[lo]!)
+  const medianLog = logLo + (h - lo) * (logOf(raw[hi]!) - logLo)
+  // deviations in ascending order: left walks down from the median, right walks up
+  let left = lo // logOf(raw[lo]) ≤ medianLog ≤ logOf(raw[hi])
+  while (left + 1 < n && logOf(raw[left + 1]!) <= medianLog) left++
+  let right = left + 1
+  let devLo = 0
+  let devHi = 0
+  for (let k = 0; k <= hi; k++) {
+    const dl = left >= 0 ? Math.abs(logOf(raw[left]!) - medianLog) : Infinity
+    const dr = right < n ? Math.abs(logOf(raw[right]!) - medianLog) : Infinity
+    let d: number
+    if (dl <= dr) {
+      d = dl
+      left--
+    } else {
+      d = dr
+      right++
+    }
+    if (k === lo) devLo = d
+    if (k === hi) devHi = d
   }
-  logs.sort()
-  raw.sort()
-  const medianLog = percentileOfSorted(logs, 0.5)!
-  for (let i = 0; i < n; i++) logs[i] = Math.abs(logs[i]! - medianLog)
-  logs.sort()
-  const mad = percentileOfSorted(logs, 0.5)!
+  const mad = devLo + (h - lo) * (devHi - devLo)
+  const rawLo = raw[lo]!
   return {
     sampleSize: n,
     medianLog,
     spread: Math.max(MAD_SCALE * mad, LOG_SPREAD_FLOOR),
-    medianMs: percentileOfSorted(raw, 0.5)!
+    medianMs: rawLo + (h - lo) * (raw[hi]! - rawLo)
   }
 }
 
@@ -149,9 +229,15 @@ const TARGET: Readonly<Record<Sla["durationTarget"], number>> = { p95: 0.95, p99
  * The SLA over recent successful durations (including the run being judged): breached when
  * the target percentile is above maxDurationMs. observedMs is rounded to the nearest ms.
  */
-export const checkSla = (durations: ReadonlyArray<number>, sla: Sla | null): SlaVerdict => {
-  if (sla === null || durations.length < MIN_RUNS_FOR_LEARNING) return { _tag: "NotJudged" }
-  const observed = percentile(durations, TARGET[sla.durationTarget])!
+export const checkSla = (durations: ReadonlyArray<number>, sla: Sla | null): SlaVerdict =>
+  sla === null || durations.length < MIN_RUNS_FOR_LEARNING ? { _tag: "NotJudged" } : checkSlaOfSorted(sortedCopy(durations), sla)
+
+/** checkSla of a monitor's history (a never-mutated array: its sorted copy is cached). */
+export const checkSlaOfHistory = (history: ReadonlyArray<number>, sla: Sla | null): SlaVerdict =>
+  sla === null || history.length < MIN_RUNS_FOR_LEARNING ? { _tag: "NotJudged" } : checkSlaOfSorted(sortedHistory(history), sla)
+
+const checkSlaOfSorted = (sorted: Float64Array, sla: Sla): SlaVerdict => {
+  const observed = percentileOfSorted(sorted, TARGET[sla.durationTarget])!
   const observedMs = Math.round(observed)
   if (!(observed > sla.maxDurationMs)) return { _tag: "Met", observedMs }
   return {

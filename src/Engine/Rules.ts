@@ -8,7 +8,16 @@
  * instant), so the outcome does not depend on how promptly the actor delivered its Ticks.
  */
 import { nextOccurrence, previousOccurrence, type Schedule } from "../Monitors/Schedule.js"
-import { checkSla, type DurationVerdict, judgeDuration, learnDurations, median, percentile, type SlaVerdict } from "./Anomaly.js"
+import {
+  appendDuration,
+  checkSlaOfHistory,
+  type DurationVerdict,
+  judgeDuration,
+  learnHistory,
+  percentileOfSorted,
+  type SlaVerdict,
+  sortedHistory
+} from "./Anomaly.js"
 import {
   type ActiveIncident,
   type Decision,
@@ -141,7 +150,7 @@ export interface LateLimit {
 export const lateLimit = (config: MonitorConfig, recentDurations: ReadonlyArray<number>): LateLimit | null => {
   if (config.maxRuntimeSeconds !== null) return { limitMs: config.maxRuntimeSeconds * 1000, rule: "maxRuntime" }
   if (recentDurations.length < MIN_RUNS_FOR_LEARNING) return null
-  const p99 = percentile(recentDurations, 0.99)!
+  const p99 = percentileOfSorted(sortedHistory(recentDurations), 0.99)!
   return { limitMs: Math.max(LEARNED_LATE_FLOOR_MS, Math.ceil(LEARNED_LATE_FACTOR * p99)), rule: "learned" }
 }
 
@@ -434,7 +443,7 @@ const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<En
 
   const history = d.recentDurations
   if (run.status === "FAIL") {
-    const expected = median(history)
+    const expected = percentileOfSorted(sortedHistory(history), 0.5)
     raise(d, effects, ctx, {
       type: "FAIL",
       severity: "HIGH",
@@ -453,13 +462,11 @@ const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<En
   resolve(d, effects, ctx, ["MISSED", "FAIL"], at, "a successful run")
   if (!validDuration(run.durationMs)) return // nothing to judge, and nothing learned
   const durationMs = run.durationMs
-  const model = learnDurations(history)
+  const model = learnHistory(history)
   const verdict = model === null ? null : judgeDuration(model, durationMs)
-  const withThis = history.length >= DURATION_MEMORY
-    ? [...history.slice(history.length - DURATION_MEMORY + 1), durationMs]
-    : [...history, durationMs]
+  const withThis = appendDuration(history, durationMs, DURATION_MEMORY)
   d.recentDurations = withThis
-  const sla = checkSla(withThis, d.config.sla)
+  const sla = checkSlaOfHistory(withThis, d.config.sla)
   const anomaly = anomalyOf(durationMs, verdict, model?.medianMs ?? null, sla, d.config)
   if (anomaly !== null) {
     raise(d, effects, ctx, { type: "ANOMALY", severity: anomaly.severity, at, runId: run.id, details: anomaly.details })

@@ -1,12 +1,17 @@
 import { describe, expect, it } from "@effect/vitest"
+import { FastCheck } from "effect"
 import {
+  appendDuration,
   checkSla,
+  checkSlaOfHistory,
   judgeDuration,
   learnDurations,
+  learnHistory,
   LOG_SPREAD_FLOOR,
   median,
   percentile,
   percentileOfSorted,
+  sortedHistory,
   zScore
 } from "../../src/Engine/Anomaly.js"
 import { DURATION_MEMORY, MIN_RUNS_FOR_LEARNING } from "../../src/Engine/Model.js"
@@ -160,4 +165,52 @@ describe("Anomaly: false-positive rate on a stable job (100,000 runs each, seede
     expect(slow / trials).toBeGreaterThan(0.9)
     expect(fast / trials).toBeGreaterThan(0.9)
   })
+})
+
+/** The model as the rule defines it, computed the plain way: sort ln(d), its median, sort |ln(d) − median|, its median. */
+const referenceModel = (durations: ReadonlyArray<number>) => {
+  const logs = durations.map((d) => Math.log(Math.max(1, d))).sort((a, b) => a - b)
+  const medianLog = percentileOfSorted(logs, 0.5)!
+  const deviations = logs.map((l) => Math.abs(l - medianLog)).sort((a, b) => a - b)
+  return {
+    sampleSize: durations.length,
+    medianLog,
+    spread: Math.max(1.4826 * percentileOfSorted(deviations, 0.5)!, LOG_SPREAD_FLOOR),
+    medianMs: percentileOfSorted([...durations].sort((a, b) => a - b), 0.5)!
+  }
+}
+
+const durationsArb = FastCheck.array(
+  FastCheck.oneof(
+    FastCheck.integer({ min: 0, max: 5 }),
+    FastCheck.integer({ min: 0, max: 10_000_000 }),
+    FastCheck.constantFrom(1000, 1000, 60_000)
+  ),
+  { minLength: MIN_RUNS_FOR_LEARNING, maxLength: 400 }
+)
+
+describe("Anomaly: the model learned run by run equals the model learned from scratch", () => {
+  it.prop("learnDurations equals the plain sort-based definition (same numbers, bit for bit)", [durationsArb], ([durations]) => {
+    expect(learnDurations(durations)).toEqual(referenceModel(durations))
+  })
+
+  it.prop(
+    "a history grown with appendDuration (oldest dropped past the memory) gives the same sorted copy, model and SLA verdict",
+    [durationsArb, FastCheck.integer({ min: MIN_RUNS_FOR_LEARNING, max: DURATION_MEMORY })],
+    ([durations, memory]) => {
+      let history: ReadonlyArray<number> = []
+      for (const d of durations) {
+        const before = [...history]
+        history = appendDuration(history, d, memory)
+        // the old history is left as it was
+        expect([...sortedHistory(before)]).toEqual([...before].sort((a, b) => a - b))
+      }
+      const expected = durations.slice(-memory)
+      expect(history).toEqual(expected)
+      expect([...sortedHistory(history)]).toEqual([...expected].sort((a, b) => a - b))
+      expect(learnHistory(history)).toEqual(referenceModel(expected))
+      const sla = { durationTarget: "p95" as const, maxDurationMs: 5000 }
+      expect(checkSlaOfHistory(history, sla)).toEqual(checkSla(expected, sla))
+    }
+  )
 })
