@@ -2,7 +2,10 @@ import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { call, createMonitor, createToken, TestApp, TestServer } from "../support/fixture.js"
 
@@ -12,6 +15,14 @@ import { call, createMonitor, createToken, TestApp, TestServer } from "../suppor
  */
 
 const bin = fileURLToPath(new URL("../../bin/jobmon.js", import.meta.url))
+
+/** The curl-only recipe, exactly as docs/client.md shows it. */
+const curlRecipe = () => {
+  const docs = readFileSync(fileURLToPath(new URL("../../docs/client.md", import.meta.url)), "utf8")
+  const block = /<!-- jobmon-run\.sh[^\n]*-->\n```sh\n([\s\S]*?)```/.exec(docs)
+  if (block === null) throw new Error("docs/client.md lost its jobmon-run.sh block")
+  return block[1]!
+}
 
 interface Finished {
   readonly code: number | null
@@ -28,21 +39,28 @@ const jobmon = (
   args: ReadonlyArray<string>,
   env: Record<string, string>,
   options: { whenStdout?: (stdout: string, pid: number) => void; stdin?: string } = {}
+) => run(process.execPath, [bin, ...args], env, options)
+
+const run = (
+  command: string,
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  options: { whenStdout?: (stdout: string, pid: number) => void; stdin?: string } = {}
 ) =>
   Effect.promise(() =>
     new Promise<Finished>((resolve, reject) => {
       const began = Date.now()
-      const child = spawn(process.execPath, [bin, ...args], {
+      const child = spawn(command, args, {
         stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
         env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env }
       })
       let stdout = ""
       let stderr = ""
-      child.stdout.setEncoding("utf8").on("data", (text: string) => {
+      child.stdout!.setEncoding("utf8").on("data", (text: string) => {
         stdout += text
         options.whenStdout?.(stdout, child.pid!)
       })
-      child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
+      child.stderr!.setEncoding("utf8").on("data", (text: string) => (stderr += text))
       if (options.stdin !== undefined) child.stdin!.end(options.stdin)
       const killer = setTimeout(() => child.kill("SIGKILL"), 50_000)
       child.on("error", reject)
@@ -67,7 +85,7 @@ const runsOf = (monitorId: string) =>
   })
 
 /** Polls until `check` passes (the engine opens incidents asynchronously); fails after 30 s. */
-const eventually = <A>(effect: Effect.Effect<A>, check: (a: A) => boolean) =>
+const eventually = <A, R>(effect: Effect.Effect<A, never, R>, check: (a: A) => boolean) =>
   Effect.gen(function*() {
     const deadline = Date.now() + 30_000
     for (;;) {
@@ -245,5 +263,29 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("jobmon exe
       const unknown = yield* jobmon(["ping", "7b0b5b8e-6c39-4a32-9a53-3d0f5c1e0a11", "start"], env)
       expect(unknown.code).toBe(1)
       expect(unknown.stderr).toMatch(/refused the start ping \(404 NotFound/)
+    }))
+
+  it.scoped("the curl-only recipe of docs/client.md: start, fail with exit code, duration and output; service down", () =>
+    Effect.gen(function*() {
+      const env = yield* jobEnv
+      const monitor = yield* createMonitor()
+      const dir = mkdtempSync(join(tmpdir(), "jobmon-run-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const script = join(dir, "jobmon-run.sh")
+      writeFileSync(script, curlRecipe())
+      const job = ["sh", "-c", "printf 'a \"quoted\" \\\\ line\\twith tab\\n'; sleep 0.3; echo 'password=hunter2' >&2; exit 3"]
+      const result = yield* run("sh", [script, monitor.id, ...job], env)
+      expect(result.code).toBe(3)
+      expect(result.stdout).toBe("a \"quoted\" \\ line\twith tab\npassword=hunter2\n")
+      const [stored] = yield* runsOf(monitor.id)
+      expect(stored).toMatchObject({ status: "FAIL", exitCode: 3, startInferred: false })
+      expect(stored.output).toBe("a \"quoted\" \\ line\twith tab\npassword=***REDACTED***\n")
+      expect(stored.durationMs).toBeGreaterThanOrEqual(250)
+      // The service down: the job runs, keeps its exit code, and one line says so.
+      const port = yield* unusedPort
+      const down = yield* run("sh", [script, monitor.id, "sh", "-c", "echo ran; exit 0"], { ...env, JOBMON_URL: `http://127.0.0.1:${port}` })
+      expect(down).toMatchObject({ code: 0, stdout: "ran\n" })
+      expect(down.stderr).toMatch(/^jobmon-run: could not report this run to http:\/\/127\.0\.0\.1:\d+\/api\/ping\/.* \(the job is not affected\)\n$/)
+      expect(down.elapsedMs).toBeLessThan(40_000)
     }))
 })
