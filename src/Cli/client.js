@@ -12,6 +12,7 @@ import { randomUUID } from "node:crypto"
 import http from "node:http"
 import https from "node:https"
 import { constants } from "node:os"
+import { isatty } from "node:tty"
 
 const DEFAULT_URL = "http://127.0.0.1:8080"
 const DEFAULT_MAX_OUTPUT_KB = 10
@@ -288,7 +289,7 @@ const runChild = (command, args, tail) =>
     /** @param {NodeJS.Signals} signal */
     const forward = (signal) => {
       // In a terminal, Ctrl-C already reaches the whole foreground group, the job included.
-      if (signal === "SIGINT" && process.stdin.isTTY) return
+      if (signal === "SIGINT" && isatty(0)) return
       child.kill(signal)
     }
     /** @type {NodeJS.Signals[]} */
@@ -456,6 +457,10 @@ export const pingCommand = async (args, env) => {
  */
 export const main = async (argv) => {
   const [command, ...args] = argv
+  if (args[0] === "--help" || args[0] === "-h") {
+    process.stdout.write(`${USAGE}\n`)
+    process.exit(0)
+  }
   let code
   try {
     code = command === "exec" ? await exec(args, process.env) : await pingCommand(args, process.env)
