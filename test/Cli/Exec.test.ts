@@ -185,7 +185,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("jobmon exe
       expect(leaks[0]!.n).toBe(0)
     }))
 
-  it.effect("a command that is not found exits 127 and is reported as a failure with exitCode 127", () =>
+  it.scoped("a command not found exits 127, one not executable 126; both are reported as failures with that code", () =>
     Effect.gen(function*() {
       const env = yield* jobEnv
       const monitor = yield* createMonitor()
@@ -194,6 +194,14 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("jobmon exe
       expect(result.stderr).toContain("command not found: ./no-such-command-here")
       const [run] = yield* runsOf(monitor.id)
       expect(run).toMatchObject({ status: "FAIL", exitCode: 127 })
+      const dir = mkdtempSync(join(tmpdir(), "jobmon-exec-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const script = join(dir, "not-executable.sh")
+      writeFileSync(script, "#!/bin/sh\necho never\n", { mode: 0o644 })
+      const denied = yield* jobmon(["exec", "--monitor", monitor.id, "--", script], env)
+      expect(denied).toMatchObject({ code: 126, stdout: "" })
+      const latest = (yield* runsOf(monitor.id))[0]
+      expect(latest).toMatchObject({ status: "FAIL", exitCode: 126 })
     }))
 
   it.effect("service down: the job still runs and jobmon exits with its code, in bounded time, saying so once", () =>
