@@ -14,10 +14,18 @@ Usage:
   jobmon migrate                    apply database migrations and exit
   jobmon token create --scope <admin|write|read|ping> --name <name> [--org <slug>] [--expires <ISO date>]
                                     print a new access token
+  jobmon exec --monitor <id> [--url <base>] [--token <token>] [--max-output-kb <n>] -- <command> [args…]
+                                    run a job and report it: start, then success or fail with its
+                                    exit code, duration and the tail of its output; exits with the
+                                    job's own code (signals: 128+n; not found: 127)
+  jobmon ping <monitorId> start|success|fail [--exit-code <n>] [--duration-ms <n>]
+              [--output <text>|-] [--run-id <id>] [--url <base>] [--token <token>]
+                                    send one ping and print its run id
   jobmon help                       this text
 
 Configuration comes from the environment: DATABASE_URL, DATA_DIR, HOST, PORT, PUBLIC_URL,
-BOOTSTRAP_TOKEN, ALLOW_PRIVATE_TARGETS, LOG_LEVEL (see README.md).`
+BOOTSTRAP_TOKEN, ALLOW_PRIVATE_TARGETS, LOG_LEVEL (see README.md). exec and ping read JOBMON_URL
+(default http://127.0.0.1:8080) and JOBMON_TOKEN (a 'ping' token is enough); see docs/client.md.`
 
 class CliError extends Error {}
 
