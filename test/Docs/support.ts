@@ -61,7 +61,7 @@ export const startProgram = (command: string, args: ReadonlyArray<string>, env: 
   )
 
 /** Polls until `check` answers a value (not undefined), or fails after `timeoutMs` with `what`. */
-export const waitFor = <A>(what: string, check: () => Effect.Effect<A | undefined>, timeoutMs = 30_000) =>
+export const waitFor = <A, R>(what: string, check: () => Effect.Effect<A | undefined, never, R>, timeoutMs = 30_000) =>
   Effect.gen(function*() {
     const deadline = Date.now() + timeoutMs
     while (true) {
