@@ -1,4 +1,4 @@
-/** The fenced code blocks of a Markdown page, with the name of a `<!-- query: name -->` (or
+/** The fenced code blocks of a Markdown page, with the name of a `<!-- kind: name -->` (or
  * `<!-- name -->`) marker on the line just before the fence, when there is one. */
 export interface CodeBlock {
   readonly lang: string
@@ -7,7 +7,7 @@ export interface CodeBlock {
 }
 
 export const markdownCodeBlocks = (markdown: string): ReadonlyArray<CodeBlock> =>
-  [...markdown.matchAll(/(?:<!--\s*(?:query:\s*)?([\w.-]+)\s*-->\n)?```(\w*)\n([\s\S]*?)\n```/g)].map((m) => ({
+  [...markdown.matchAll(/(?:<!--\s*(?:[\w-]+:\s*)?([\w.-]+)\s*-->\n)?```(\w*)\n([\s\S]*?)\n```/g)].map((m) => ({
     name: m[1] ?? null,
     lang: m[2] ?? "",
     code: m[3]!
