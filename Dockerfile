@@ -5,8 +5,8 @@
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
-# The whole tree before `npm ci`: its `prepare` script may build the dashboard from web/.
+# The whole tree (less .dockerignore) before `npm ci`: its `prepare` script may build the
+# dashboard from web/.
 COPY . .
 RUN npm ci --no-audit --no-fund
 RUN npm run build:web --if-present && mkdir -p web/dist
