@@ -55,7 +55,7 @@ SELECT i.id                    AS incident_id,
        i.occurrences,
        i.last_occurred_at,
        i.run_id,
-       i.details ->> 'rule'    AS anomaly_rule,
+       i.details ->> 'rule'    AS rule,
        floor(extract(epoch FROM i.acknowledged_at - i.created_at))::bigint AS time_to_acknowledge_seconds,
        floor(extract(epoch FROM i.resolved_at - i.created_at))::bigint AS mttr_seconds
 FROM incidents i

@@ -51,6 +51,7 @@ interface SeedRun {
 }
 interface SeedIncident {
   id: string
+  rule: string | null
   createdAt: number
   acknowledgedAt: number | null
   resolvedAt: number | null
@@ -175,7 +176,8 @@ const seed = async (client: pg.Client, now: number) => {
     }
     const acknowledgedAt = status === "OPEN" || next() < 0.4 ? null : createdAt + Math.floor(mttrMs * next())
     const resolvedAt = status === "RESOLVED" ? createdAt + mttrMs : null
-    incidents.push({ id: uuid(i + 1, 4), createdAt, acknowledgedAt, resolvedAt })
+    const rule = type === "ANOMALY" ? "sla" : type === "LATE" ? "maxRuntime" : null
+    incidents.push({ id: uuid(i + 1, 4), rule, createdAt, acknowledgedAt, resolvedAt })
     await client.query(
       `insert into incidents (id, org_id, monitor_id, type, severity, status, created_at, acknowledged_at,
                               resolved_at, resolved_by_name, last_occurred_at, details)
@@ -190,7 +192,7 @@ const seed = async (client: pg.Client, now: number) => {
         acknowledgedAt === null ? null : new Date(acknowledgedAt),
         resolvedAt === null ? null : new Date(resolvedAt),
         resolvedAt === null ? null : "system",
-        JSON.stringify(type === "ANOMALY" ? { rule: "sla" } : {})
+        JSON.stringify(rule === null ? {} : { rule })
       ]
     )
   }
@@ -345,13 +347,14 @@ describe.each(modes)("analyst SQL of docs/analysts.md, TIMESCALEDB=$timescaledb$
     }
   })
 
-  it.skipIf(!run)("analyst_incidents: time to acknowledge and MTTR in whole seconds, null until they happen", async () => {
-    const result = await client.query("select incident_id, time_to_acknowledge_seconds, mttr_seconds from analyst_incidents")
+  it.skipIf(!run)("analyst_incidents: the rule that fired; time to acknowledge and MTTR in whole seconds, null until they happen", async () => {
+    const result = await client.query("select incident_id, rule, time_to_acknowledge_seconds, mttr_seconds from analyst_incidents")
     expect(result.rows.length).toBe(data.incidents.length)
     const seconds = (from: number, to: number | null) => (to === null ? null : String(Math.floor((to - from) / 1000)))
     for (const row of result.rows) {
       const incident = data.incidents.find((i) => i.id === row.incident_id)!
-      expect([row.time_to_acknowledge_seconds, row.mttr_seconds]).toEqual([
+      expect([row.rule, row.time_to_acknowledge_seconds, row.mttr_seconds]).toEqual([
+        incident.rule,
         seconds(incident.createdAt, incident.acknowledgedAt),
         seconds(incident.createdAt, incident.resolvedAt)
       ])
