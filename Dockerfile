@@ -1,19 +1,30 @@
 # jobmon service image: `docker compose up` runs it beside TimescaleDB (docker-compose.yml).
-FROM node:20-bookworm-slim AS deps
-WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
+# Two stages: the build stage installs everything and builds the dashboard; the runtime stage has
+# production dependencies only (tsx among them: the service runs its TypeScript through tsx, no
+# compile step) and the built dashboard, and runs as the unprivileged `node` user.
 
-FROM node:20-bookworm-slim
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+# The whole tree (less .dockerignore) before `npm ci`: its `prepare` script may build the
+# dashboard from web/.
+COPY . .
+RUN npm ci --no-audit --no-fund
+RUN npm run build:web --if-present && mkdir -p web/dist
+
+FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
-COPY package.json tsconfig.json ./
+COPY package.json package-lock.json ./
+# Production dependencies only, and no install scripts (the embedded PostgreSQL is not used here:
+# the service runs on DATABASE_URL).
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY tsconfig.json ./
 COPY bin ./bin
 COPY src ./src
 COPY sql ./sql
+COPY --from=build /app/web/dist ./web/dist
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:8080/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8080/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "bin/jobmon.js", "serve"]
