@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, TestClock, TestContext } from "effect"
+import { Accounts } from "../../src/Auth/Accounts.js"
 import { createHash } from "node:crypto"
 import { call, cookiePair, createMonitor, createUser, sendPing, signIn, TestServer, validMonitor } from "../support/fixture.js"
 
@@ -189,6 +190,26 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("dashboard 
       const rows = yield* sql<{ n: number }>`select count(*)::int as n from sessions where user_id = ${user.id}`
       expect(rows[0]!.n).toBe(0)
     }))
+
+  it.effect("expiry follows the service's Clock: used every 6 days a session lives 30 days; 7 idle days end it", () =>
+    Effect.gen(function*() {
+      yield* createUser({ email: "barbara.liskov@example.com", password: PASSWORD })
+      const accounts = yield* Accounts
+      yield* TestClock.setTime(Date.parse("2031-03-01T00:00:00Z"))
+      const busy = yield* accounts.login("barbara.liskov@example.com", PASSWORD)
+      for (let day = 6; day < 30; day += 6) {
+        yield* TestClock.adjust("6 days")
+        expect((yield* accounts.session(busy.secret)).user.email).toBe("barbara.liskov@example.com")
+      }
+      yield* TestClock.adjust("6 days")
+      const old = yield* Effect.flip(accounts.session(busy.secret))
+      expect(old.message).toMatch(/older than 30 days/)
+
+      const idle = yield* accounts.login("barbara.liskov@example.com", PASSWORD)
+      yield* TestClock.adjust("7 days")
+      const expired = yield* Effect.flip(accounts.session(idle.secret))
+      expect(expired.message).toMatch(/idle for 7 days/)
+    }).pipe(Effect.provide(TestContext.TestContext)))
 
   it.effect("after 10 failed sign-ins for an email in 15 minutes, sign-in is 429 with Retry-After, even with the right password", () =>
     Effect.gen(function*() {
