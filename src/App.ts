@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { Accounts } from "./Auth/Accounts.js"
 import { Tokens } from "./Auth/Tokens.js"
 import { BootstrapLive } from "./Bootstrap.js"
 import { AppConfigLive, type AppConfig } from "./Config.js"
@@ -22,6 +23,7 @@ import { Webhooks } from "./Delivery/Webhooks.js"
 /** The services behind the HTTP server, over a database; shared pieces are built once. */
 const SharedLive = Layer.mergeAll(
   Tokens.Default,
+  Accounts.Default,
   MonitorCache.Default,
   MonitorsRepo.Default,
   Events.Default,

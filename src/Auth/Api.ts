@@ -1,18 +1,26 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Forbidden, NotFound, Unauthorized } from "../Domain/Errors.js"
+import { Conflict, Forbidden, NotFound, RateLimited, Unauthorized, ValidationError } from "../Domain/Errors.js"
 import { CurrentPrincipal } from "./Principal.js"
 import { Scopes } from "./Token.js"
 
 /**
- * Bearer-token authentication for every `/api` endpoint but the public ones. It also enforces the
- * token's scope from the request: GET needs `read`, other methods `write`, `/api/tokens` `admin`,
- * the ping intake `ping` (decisions §2).
+ * Authentication for every `/api` endpoint but the public ones: `Authorization: Bearer <token>`, or
+ * the dashboard's session cookie (with `X-CSRF-Token` on changes); a Bearer header wins. It also
+ * enforces the scope from the request: GET needs `read`, other methods `write`, `/api/tokens` and
+ * invites `admin`, the ping intake `ping` and a token (decisions §2, docs/dashboard-auth.md).
  */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("jobmon/Authentication", {
   failure: Schema.Union(Unauthorized, Forbidden),
   provides: CurrentPrincipal,
-  security: { bearer: HttpApiSecurity.bearer }
+  security: {
+    bearer: HttpApiSecurity.bearer,
+    session: HttpApiSecurity.annotate(
+      HttpApiSecurity.apiKey({ in: "cookie", key: "jobmon_session" }),
+      OpenApi.Description,
+      "The dashboard's session cookie, set by POST /api/auth/login. Requests other than GET and HEAD must also send X-CSRF-Token."
+    )
+  }
 }) {}
 
 export const ScopeSchema = Schema.Literal(...Scopes).annotations({
@@ -67,4 +75,107 @@ export class TokensApi extends HttpApiGroup.make("tokens")
   )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Tokens")
+{}
+
+export const SessionUser = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  name: Schema.String,
+  orgId: Schema.String
+})
+
+export const SignedInBody = Schema.Struct({
+  user: SessionUser,
+  csrfToken: Schema.String.annotations({
+    description: "send it as the X-CSRF-Token header on every request other than GET/HEAD made with the session cookie"
+  })
+})
+
+export const LoginRequest = Schema.Struct({
+  email: Schema.String.pipe(Schema.maxLength(320)),
+  password: Schema.String.pipe(Schema.maxLength(4096))
+})
+
+export const AcceptInviteRequest = Schema.Struct({
+  token: Schema.String.pipe(Schema.maxLength(512)),
+  name: Schema.String,
+  password: Schema.String.pipe(Schema.maxLength(4096))
+})
+
+export const RoleSchema = Schema.Literal("admin", "member").annotations({
+  description: "admin: acts with the admin scope; member: acts with the write scope (no tokens, no invites)"
+})
+
+export const CreateInviteRequest = Schema.Struct({
+  email: Schema.String.pipe(Schema.maxLength(320)),
+  name: Schema.optional(Schema.NullOr(Schema.String)),
+  role: Schema.optional(RoleSchema)
+})
+
+export const CreatedInvite = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  role: RoleSchema,
+  token: Schema.String.annotations({ description: "the invite token; shown only in this response" }),
+  expiresAt: IsoTimestamp,
+  createdAt: IsoTimestamp
+})
+
+export const UserInfo = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  name: Schema.String,
+  createdAt: IsoTimestamp
+})
+
+/** Sign-in for the dashboard. Public: these endpoints read the session cookie themselves. */
+export class AuthApi extends HttpApiGroup.make("auth")
+  .add(
+    HttpApiEndpoint.post("login", "/api/auth/login")
+      .setPayload(LoginRequest)
+      .addSuccess(SignedInBody)
+      .addError(Unauthorized)
+      .addError(RateLimited)
+      .annotate(OpenApi.Summary, "Sign in with email and password (public); sets the jobmon_session cookie")
+  )
+  .add(
+    HttpApiEndpoint.get("me", "/api/auth/me")
+      .addSuccess(SignedInBody)
+      .addError(Unauthorized)
+      .annotate(OpenApi.Summary, "The signed-in user and the session's CSRF token (session cookie)")
+  )
+  .add(
+    HttpApiEndpoint.post("logout", "/api/auth/logout")
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(Forbidden)
+      .annotate(OpenApi.Summary, "Sign out: ends the session and clears the cookie (needs X-CSRF-Token)")
+  )
+  .add(
+    HttpApiEndpoint.post("acceptInvite", "/api/auth/invites/accept")
+      .setPayload(AcceptInviteRequest)
+      .addSuccess(SignedInBody)
+      .addError(NotFound)
+      .addError(Conflict)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "Accept an invite (public): creates the user in the inviter's organization and signs in")
+  )
+  .annotate(OpenApi.Title, "Sign-in")
+{}
+
+export class UsersApi extends HttpApiGroup.make("users")
+  .add(
+    HttpApiEndpoint.post("invite", "/api/auth/invites")
+      .setPayload(CreateInviteRequest)
+      .addSuccess(CreatedInvite, { status: 201 })
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Invite a user to the organization (admin); the token is shown once and lasts 7 days")
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/api/users")
+      .addSuccess(Schema.Struct({ users: Schema.Array(UserInfo) }))
+      .annotate(OpenApi.Summary, "The organization's users")
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Users")
 {}

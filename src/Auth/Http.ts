@@ -1,8 +1,10 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Effect, Exit, Layer } from "effect"
 import { Api } from "../Http/Api.js"
-import { Forbidden, notFound, ValidationError } from "../Domain/Errors.js"
+import { Forbidden, notFound, Unauthorized, ValidationError } from "../Domain/Errors.js"
+import { Accounts, CSRF_HEADER, SESSION_COOKIE } from "./Accounts.js"
 import { Authentication } from "./Api.js"
+import type { Principal } from "./Principal.js"
 import { CurrentPrincipal } from "./Principal.js"
 import { type Need, scopeAllows } from "./Token.js"
 import { Tokens } from "./Tokens.js"
@@ -13,6 +15,7 @@ export const needFor = (method: string, url: string): Need => {
   const path = url.split("?")[0] ?? url
   if (path.startsWith("/api/ping/")) return "ping"
   if (path === "/api/tokens" || path.startsWith("/api/tokens/")) return "admin"
+  if (path === "/api/auth/invites" || path === "/api/auth/invites/") return "admin"
   return method === "GET" || method === "HEAD" ? "read" : "write"
 }
 
@@ -23,20 +26,53 @@ export const forbidden = (scope: string, need: Need) =>
     }.`
   })
 
+const sessionForbidden = (scope: string, need: Need) =>
+  new Forbidden({
+    message: `Your account acts with scope '${scope}' (role ${scope === "admin" ? "admin" : "member"}), which does not allow this request: it needs '${need}'. Ask an admin.`
+  })
+
+/**
+ * A Bearer header, when present, decides alone (and the ping intake takes nothing else); otherwise
+ * the session cookie, with the CSRF header on changes (docs/dashboard-auth.md).
+ */
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const tokens = yield* Tokens
-    return {
-      bearer: () =>
-        Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const principal = yield* tokens.authenticate(request.headers["authorization"])
-          const need = needFor(request.method, request.url)
-          if (!scopeAllows(principal.scope, need)) return yield* forbidden(principal.scope, need)
-          return principal
-        })
-    }
+    const accounts = yield* Accounts
+    const authenticate = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const need = needFor(request.method, request.url)
+      const authorization = request.headers["authorization"]
+      const cookie = request.cookies[SESSION_COOKIE]
+      if (authorization !== undefined || cookie === undefined || need === "ping") {
+        if (authorization === undefined && cookie !== undefined) {
+          return yield* new Unauthorized({
+            message: "The ping intake accepts only an access token (Authorization: Bearer <token>), not the dashboard session."
+          })
+        }
+        const principal = yield* tokens.authenticate(authorization)
+        if (!scopeAllows(principal.scope, need)) return yield* forbidden(principal.scope, need)
+        return principal
+      }
+      const active = yield* accounts.session(cookie)
+      yield* accounts.checkCsrf(active, request.method, request.headers[CSRF_HEADER])
+      const principal = accounts.principalOf(active)
+      if (!scopeAllows(principal.scope, need)) return yield* sessionForbidden(principal.scope, need)
+      return principal
+    })
+    // HttpApi tries the security schemes in turn and keeps the last failure: both schemes share one
+    // verdict per request, so the answer is the same whichever of them reports it.
+    const verdicts = new WeakMap<object, Exit.Exit<Principal, Unauthorized | Forbidden>>()
+    const once = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const known = verdicts.get(request)
+      if (known !== undefined) return yield* known
+      const exit = yield* Effect.exit(authenticate)
+      verdicts.set(request, exit)
+      return yield* exit
+    })
+    return { bearer: () => once, session: () => once }
   })
 )
 

@@ -1,6 +1,6 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { TokensApi } from "../Auth/Api.js"
+import { AuthApi, TokensApi, UsersApi } from "../Auth/Api.js"
 import { MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, ValidationError } from "../Domain/Errors.js"
 import { MonitorsApi } from "../Monitors/Api.js"
 import { PingsApi, RunsApi } from "../Pings/Api.js"
@@ -28,6 +28,8 @@ export class HealthApi extends HttpApiGroup.make("health")
 /** The whole contract. `/api` is version 1 (decisions §12). */
 export class Api extends HttpApi.make("jobmon")
   .add(HealthApi)
+  .add(AuthApi)
+  .add(UsersApi)
   .add(TokensApi)
   .add(MonitorsApi)
   .add(PingsApi)

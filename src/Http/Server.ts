@@ -11,6 +11,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import { Accounts } from "../Auth/Accounts.js"
+import { AuthHttpLive, UsersHttpLive } from "../Auth/AccountsHttp.js"
 import { AuthenticationLive, TokensHttpLive } from "../Auth/Http.js"
 import { Tokens } from "../Auth/Tokens.js"
 import { AppConfig } from "../Config.js"
@@ -99,7 +101,7 @@ const finalHeaders = (response: HttpServerResponse.HttpServerResponse) => {
 }
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive]),
+  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 
@@ -158,4 +160,4 @@ export const HttpServerLive = Layer.scoped(
   Layer.provide(NodeHttpServer.layerContext)
 )
 
-export type ServerDeps = AppConfig | Database | Tokens | Monitors | FastRoutes
+export type ServerDeps = AppConfig | Database | Tokens | Accounts | Monitors | FastRoutes

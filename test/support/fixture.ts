@@ -5,6 +5,7 @@ import pg from "pg"
 import { randomBytes } from "node:crypto"
 import { inject } from "vitest"
 import { AppFromConfig, type AppOptions } from "../../src/App.js"
+import { Accounts } from "../../src/Auth/Accounts.js"
 import { Tokens } from "../../src/Auth/Tokens.js"
 import type { Scope as TokenScope } from "../../src/Auth/Token.js"
 import { AppConfigWith, type AppConfigShape } from "../../src/Config.js"
@@ -192,3 +193,32 @@ export const validMonitor = (extra: Record<string, unknown> = {}) => ({
   schedule: { type: "cron", expression: "0 3 * * *", timezone: "Europe/London" },
   ...extra
 })
+
+/** A dashboard user with a password, made through the service (default organization unless orgId). */
+export const createUser = (input: { email: string; password: string; name?: string; orgId?: string; role?: "admin" | "member" }) =>
+  Effect.gen(function*() {
+    const accounts = yield* Accounts
+    const orgId = input.orgId ?? (yield* accounts.orgBySlug("default"))!
+    return yield* accounts.createUser({
+      email: input.email,
+      password: input.password,
+      name: input.name ?? input.email.split("@")[0]!,
+      orgId,
+      role: input.role ?? "admin"
+    })
+  }).pipe(Effect.orDie)
+
+/** The `name=value` part of a Set-Cookie header, to send back as a Cookie header. */
+export const cookiePair = (setCookie: string | undefined) => (setCookie ?? "").split(";")[0]!.trim()
+
+/** Sign in through the API like the dashboard does: the Cookie header to send back and the CSRF token. */
+export const signIn = (email: string, password: string) =>
+  Effect.gen(function*() {
+    const response = yield* call("POST", "/api/auth/login", { token: null, body: { email, password } })
+    if (response.status !== 200) return yield* Effect.dieMessage(`sign-in failed: ${response.status} ${response.text}`)
+    return {
+      cookie: cookiePair(response.headers["set-cookie"]),
+      csrfToken: response.body.csrfToken as string,
+      user: response.body.user as { id: string; email: string; name: string; orgId: string }
+    }
+  })

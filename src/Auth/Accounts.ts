@@ -1,0 +1,254 @@
+import { Clock, Effect } from "effect"
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { Conflict, Forbidden, NotFound, RateLimited, Unauthorized, ValidationError } from "../Domain/Errors.js"
+import { AccountsRepo, type Role, type SessionRow } from "./AccountsRepo.js"
+import { emailProblem, hashPassword, passwordProblem, verifyPassword } from "./Password.js"
+import type { Principal } from "./Principal.js"
+import type { Scope } from "./Token.js"
+
+/** Dashboard accounts: users with passwords, browser sessions and invites (docs/dashboard-auth.md). */
+
+export const SESSION_COOKIE = "jobmon_session"
+export const CSRF_HEADER = "x-csrf-token"
+export const SESSION_IDLE_MS = 7 * 24 * 3600_000
+export const SESSION_ABSOLUTE_MS = 30 * 24 * 3600_000
+/** last_seen_at is written at most this often per session: reads stay reads. */
+const TOUCH_EVERY_MS = 60_000
+export const SIGN_IN_WINDOW_MS = 15 * 60_000
+export const SIGN_IN_MAX_FAILURES = 10
+export const INVITE_TTL_MS = 7 * 24 * 3600_000
+export const INVITE_PREFIX = "jmi_"
+
+/** A signed-in user acts with the scope of their role: admin → admin, member → write. */
+export const scopeOfRole = (role: Role | null): Scope => (role === "admin" ? "admin" : "write")
+
+export const sha256 = (value: string): Buffer => createHash("sha256").update(value, "utf8").digest()
+
+export interface SessionUser {
+  readonly id: string
+  readonly email: string
+  readonly name: string
+  readonly orgId: string
+}
+
+export interface SignedIn {
+  readonly user: SessionUser
+  readonly csrfToken: string
+  /** The cookie value: goes to the browser only, never stored. */
+  readonly secret: string
+}
+
+export interface ActiveSession {
+  readonly id: string
+  readonly user: SessionUser
+  readonly role: Role | null
+  readonly csrfToken: string
+}
+
+const wrongCredentials = () =>
+  new Unauthorized({ message: "The email or password is wrong. Check both and try again." })
+
+const noSession = (reason: string) => new Unauthorized({ message: `${reason} Sign in again (POST /api/auth/login).` })
+
+const sameText = (a: string, b: string) => {
+  const x = Buffer.from(a, "utf8")
+  const y = Buffer.from(b, "utf8")
+  return x.length === y.length && timingSafeEqual(x, y)
+}
+
+export const checkEmail = (email: string, path = "email") => {
+  const problem = emailProblem(email)
+  return problem === undefined ? Effect.void : Effect.fail(new ValidationError({ path, message: problem }))
+}
+
+export const checkPassword = (password: string) => {
+  const problem = passwordProblem(password)
+  return problem === undefined ? Effect.void : Effect.fail(new ValidationError({ path: "password", message: problem }))
+}
+
+const checkName = (name: string) =>
+  name.trim().length >= 1 && name.length <= 200
+    ? Effect.void
+    : Effect.fail(new ValidationError({ path: "name", message: "name must be 1 to 200 characters." }))
+
+export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
+  dependencies: [AccountsRepo.Default],
+  effect: Effect.gen(function*() {
+    const repo = yield* AccountsRepo
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+    const openSession = (user: SessionUser, at: Date) =>
+      Effect.gen(function*() {
+        const secret = randomBytes(32).toString("base64url")
+        const csrfToken = randomBytes(24).toString("base64url")
+        yield* repo.purgeSessions(user.id, new Date(at.getTime() - SESSION_IDLE_MS), new Date(at.getTime() - SESSION_ABSOLUTE_MS))
+        yield* repo.insertSession({ secretHash: sha256(secret), userId: user.id, orgId: user.orgId, csrfToken, at })
+        return { user, csrfToken, secret } satisfies SignedIn
+      })
+
+    /** Email + password → a new session; 429 after too many recent failures for that email. */
+    const login = (email: string, password: string) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const since = new Date(at.getTime() - SIGN_IN_WINDOW_MS)
+        const failures = yield* repo.recentFailures(email, since)
+        if (failures.count >= SIGN_IN_MAX_FAILURES && failures.oldest !== null) {
+          const retryAfterSeconds = Math.max(1, Math.ceil((failures.oldest.getTime() + SIGN_IN_WINDOW_MS - at.getTime()) / 1000))
+          return yield* new RateLimited({
+            message: `Too many failed sign-ins for this email: at most ${SIGN_IN_MAX_FAILURES} in ${
+              SIGN_IN_WINDOW_MS / 60_000
+            } minutes. Try again in ${retryAfterSeconds} s.`,
+            retryAfterSeconds
+          })
+        }
+        const member = yield* repo.findMemberByEmail(email)
+        const ok = yield* Effect.promise(() => verifyPassword(password, member?.password_hash ?? null))
+        if (!ok || member === undefined) {
+          yield* repo.recordFailure(email, at, since)
+          return yield* wrongCredentials()
+        }
+        if (failures.count > 0) yield* repo.clearFailures(email)
+        return yield* openSession({ id: member.id, email: member.email, name: member.name, orgId: member.org_id }, at)
+      })
+
+    const judge = (row: SessionRow | undefined, at: number) => {
+      if (row === undefined) return noSession("The session is unknown or has ended.")
+      if (row.created_at.getTime() + SESSION_ABSOLUTE_MS <= at) return noSession("The session is older than 30 days and has expired.")
+      if (row.last_seen_at.getTime() + SESSION_IDLE_MS <= at) return noSession("The session was idle for 7 days and has expired.")
+      if (row.role === null) return noSession("The user is no longer a member of this organization.")
+      return undefined
+    }
+
+    /** The live session named by a cookie value, its idle timer restarted; else 401. */
+    const session = (secret: string | undefined) =>
+      Effect.gen(function*() {
+        if (secret === undefined || secret === "") return yield* noSession("Not signed in: there is no session cookie.")
+        const row = secret.length > 256 ? undefined : yield* repo.findSession(sha256(secret))
+        const at = yield* Clock.currentTimeMillis
+        const refused = judge(row, at)
+        if (refused !== undefined) {
+          if (row !== undefined) yield* repo.deleteSession(row.id)
+          return yield* refused
+        }
+        if (at - row!.last_seen_at.getTime() >= TOUCH_EVERY_MS) yield* repo.touchSession(row!.id, new Date(at))
+        return {
+          id: row!.id,
+          user: { id: row!.user_id, email: row!.email, name: row!.name, orgId: row!.org_id },
+          role: row!.role,
+          csrfToken: row!.csrf_token
+        } satisfies ActiveSession
+      })
+
+    /** The principal a session acts as; changes need the session's CSRF token in X-CSRF-Token. */
+    const principalOf = (active: ActiveSession): Principal => ({
+      tokenId: `session:${active.id}`,
+      orgId: active.user.orgId,
+      scope: scopeOfRole(active.role),
+      userId: active.user.id,
+      userName: active.user.name,
+      userEmail: active.user.email
+    })
+
+    const checkCsrf = (active: ActiveSession, method: string, header: string | undefined) => {
+      if (method === "GET" || method === "HEAD" || method === "OPTIONS") return Effect.void
+      if (header === undefined || header === "") {
+        return Effect.fail(
+          new Forbidden({
+            message: `The CSRF token is missing: with the session cookie, a ${method} request must send the header X-CSRF-Token with the csrfToken from sign-in or GET /api/auth/me.`
+          })
+        )
+      }
+      if (!sameText(header, active.csrfToken)) {
+        return Effect.fail(
+          new Forbidden({
+            message: "The CSRF token is wrong: X-CSRF-Token must equal the csrfToken of this session (from sign-in or GET /api/auth/me)."
+          })
+        )
+      }
+      return Effect.void
+    }
+
+    const logout = (active: ActiveSession) => repo.deleteSession(active.id)
+
+    /** A new user with a password, in an organization. */
+    const createUser = (input: { email: string; name: string; password: string; orgId: string; role: Role }) =>
+      Effect.gen(function*() {
+        const email = input.email.trim()
+        yield* checkEmail(email)
+        yield* checkName(input.name)
+        yield* checkPassword(input.password)
+        const passwordHash = yield* Effect.promise(() => hashPassword(input.password))
+        const at = yield* now
+        return yield* repo.insertUser({ email, name: input.name.trim(), passwordHash, orgId: input.orgId, role: input.role, at })
+      })
+
+    const invite = (input: { orgId: string; email: string; name: string | null; role: Role; invitedBy: string | null }) =>
+      Effect.gen(function*() {
+        const email = input.email.trim()
+        yield* checkEmail(email)
+        if (input.name !== null) yield* checkName(input.name)
+        if (yield* repo.emailExists(email)) {
+          return yield* new Conflict({ message: `A user with the email ${email} already exists; there is no need to invite them.` })
+        }
+        const token = INVITE_PREFIX + randomBytes(24).toString("base64url")
+        const at = yield* now
+        const row = yield* repo.insertInvite({
+          orgId: input.orgId,
+          email,
+          name: input.name,
+          role: input.role,
+          tokenHash: sha256(token),
+          invitedBy: input.invitedBy,
+          at,
+          expiresAt: new Date(at.getTime() + INVITE_TTL_MS)
+        })
+        return { row, token }
+      })
+
+    /** An invite token + name + password → a user in the inviter's organization, signed in. */
+    const acceptInvite = (input: { token: string; name: string; password: string }) =>
+      Effect.gen(function*() {
+        yield* checkName(input.name)
+        yield* checkPassword(input.password)
+        const row = input.token.length > 256 ? undefined : yield* repo.findInvite(sha256(input.token))
+        if (row === undefined) {
+          return yield* new NotFound({ message: "The invite token is unknown: check the link, or ask for a new invite." })
+        }
+        const at = yield* now
+        if (row.accepted_at !== null) {
+          return yield* new ValidationError({ path: "token", message: "This invite has already been used; sign in instead, or ask for a new invite." })
+        }
+        if (row.expires_at.getTime() <= at.getTime()) {
+          return yield* new ValidationError({
+            path: "token",
+            message: `This invite expired at ${row.expires_at.toISOString()}; ask for a new one.`
+          })
+        }
+        const passwordHash = yield* Effect.promise(() => hashPassword(input.password))
+        const user = yield* repo.sql.withTransaction(
+          Effect.gen(function*() {
+            if (!(yield* repo.claimInvite(row.id, at))) {
+              return yield* new ValidationError({ path: "token", message: "This invite has already been used; sign in instead." })
+            }
+            const user = yield* repo.insertUser({ email: row.email, name: input.name.trim(), passwordHash, orgId: row.org_id, role: row.role, at })
+            yield* repo.setInviteUser(row.id, user.id)
+            return user
+          })
+        ).pipe(Effect.catchTag("SqlError", Effect.die))
+        return yield* openSession({ id: user.id, email: user.email, name: user.name, orgId: row.org_id }, at)
+      })
+
+    return {
+      login,
+      session,
+      principalOf,
+      checkCsrf,
+      logout,
+      createUser,
+      invite,
+      acceptInvite,
+      listMembers: repo.listMembers,
+      orgBySlug: repo.orgBySlug
+    } as const
+  })
+}) {}

@@ -1,0 +1,128 @@
+import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { createHash } from "node:crypto"
+import { call, cookiePair, createMonitor, createUser, sendPing, signIn, TestServer, validMonitor } from "../support/fixture.js"
+
+const PASSWORD = "correct horse battery"
+
+layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("dashboard sessions", (it) => {
+  it.effect("sign-in answers the user and a CSRF token and sets an HttpOnly, SameSite=Lax session cookie stored only hashed", () =>
+    Effect.gen(function*() {
+      const user = yield* createUser({ email: "Ada@Example.com", password: PASSWORD, name: "Ada Lovelace" })
+      const response = yield* call("POST", "/api/auth/login", { token: null, body: { email: "ada@example.com", password: PASSWORD } })
+      expect(response.status).toBe(200)
+      expect(response.body.user).toEqual({ id: user.id, email: "Ada@Example.com", name: "Ada Lovelace", orgId: expect.any(String) })
+      expect(response.body.csrfToken).toMatch(/^[A-Za-z0-9_-]{32}$/)
+      const setCookie = response.headers["set-cookie"]!
+      expect(setCookie).toMatch(/^jobmon_session=[A-Za-z0-9_-]{43};/)
+      expect(setCookie).toMatch(/; HttpOnly/)
+      expect(setCookie).toMatch(/; SameSite=Lax/)
+      expect(setCookie).toMatch(/; Path=\//)
+      expect(setCookie).not.toMatch(/Secure/)
+      const secret = cookiePair(setCookie).split("=")[1]!
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ secret_hash: Buffer }>`select secret_hash from sessions where user_id = ${user.id}`
+      expect(rows.map((r) => r.secret_hash.toString("hex"))).toContain(createHash("sha256").update(secret).digest("hex"))
+      const plain = yield* sql<{ n: number }>`select count(*)::int as n from sessions s where encode(s.secret_hash, 'escape') like ${`%${secret}%`}`
+      expect(plain[0]!.n).toBe(0)
+      const stored = yield* sql<{ password_hash: string }>`select password_hash from users where id = ${user.id}`
+      expect(stored[0]!.password_hash).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/)
+    }))
+
+  it.effect("a wrong password and an unknown email get the same 401", () =>
+    Effect.gen(function*() {
+      yield* createUser({ email: "grace@example.com", password: PASSWORD })
+      const wrong = yield* call("POST", "/api/auth/login", { token: null, body: { email: "grace@example.com", password: "not the password" } })
+      const unknown = yield* call("POST", "/api/auth/login", { token: null, body: { email: "nobody@example.com", password: PASSWORD } })
+      for (const response of [wrong, unknown]) {
+        expect(response.status).toBe(401)
+        expect(response.body._tag).toBe("Unauthorized")
+        expect(response.headers["set-cookie"]).toBeUndefined()
+      }
+      expect(wrong.body.message).toBe(unknown.body.message)
+      const malformed = yield* call("POST", "/api/auth/login", { token: null, body: { email: "grace@example.com" } })
+      expect(malformed.status).toBe(400)
+      expect(malformed.body._tag).toBe("ValidationError")
+    }))
+
+  it.effect("me answers the user with a session cookie and 401 without one; logout ends the session and clears the cookie", () =>
+    Effect.gen(function*() {
+      const user = yield* createUser({ email: "linus@example.com", password: PASSWORD, name: "Linus" })
+      const session = yield* signIn("linus@example.com", PASSWORD)
+      const me = yield* call("GET", "/api/auth/me", { token: null, headers: { cookie: session.cookie } })
+      expect(me.status).toBe(200)
+      expect(me.body).toEqual({ user: session.user, csrfToken: session.csrfToken })
+      expect(me.body.user.id).toBe(user.id)
+      const anonymous = yield* call("GET", "/api/auth/me", { token: null })
+      expect(anonymous.status).toBe(401)
+      expect(anonymous.body._tag).toBe("Unauthorized")
+      const bogus = yield* call("GET", "/api/auth/me", { token: null, headers: { cookie: "jobmon_session=forged" } })
+      expect(bogus.status).toBe(401)
+
+      const noCsrf = yield* call("POST", "/api/auth/logout", { token: null, headers: { cookie: session.cookie } })
+      expect(noCsrf.status).toBe(403)
+      const out = yield* call("POST", "/api/auth/logout", {
+        token: null,
+        headers: { cookie: session.cookie, "x-csrf-token": session.csrfToken }
+      })
+      expect(out.status).toBe(204)
+      expect(out.headers["set-cookie"]).toMatch(/^jobmon_session=; Max-Age=0;/)
+      const after = yield* call("GET", "/api/auth/me", { token: null, headers: { cookie: session.cookie } })
+      expect(after.status).toBe(401)
+      const sql = yield* SqlClient.SqlClient
+      const left = yield* sql<{ n: number }>`select count(*)::int as n from sessions where user_id = ${user.id}`
+      expect(left[0]!.n).toBe(0)
+    }))
+
+  it.effect("the session cookie works on the monitors API; changes need the X-CSRF-Token header", () =>
+    Effect.gen(function*() {
+      yield* createUser({ email: "margaret@example.com", password: PASSWORD })
+      const session = yield* signIn("margaret@example.com", PASSWORD)
+      const list = yield* call("GET", "/api/monitors", { token: null, headers: { cookie: session.cookie } })
+      expect(list.status).toBe(200)
+      expect(Array.isArray(list.body.monitors)).toBe(true)
+
+      const missing = yield* call("POST", "/api/monitors", { token: null, headers: { cookie: session.cookie }, body: validMonitor() })
+      expect(missing.status).toBe(403)
+      expect(missing.body._tag).toBe("Forbidden")
+      expect(missing.body.message).toMatch(/CSRF token is missing/)
+      const wrong = yield* call("POST", "/api/monitors", {
+        token: null,
+        headers: { cookie: session.cookie, "x-csrf-token": "x".repeat(32) },
+        body: validMonitor()
+      })
+      expect(wrong.status).toBe(403)
+      expect(wrong.body.message).toMatch(/CSRF token is wrong/)
+      const created = yield* call("POST", "/api/monitors", {
+        token: null,
+        headers: { cookie: session.cookie, "x-csrf-token": session.csrfToken },
+        body: validMonitor({ name: "made in the dashboard" })
+      })
+      expect(created.status).toBe(201)
+      expect(created.body.name).toBe("made in the dashboard")
+      // Tokens need admin: a signed-in admin may list them.
+      const tokens = yield* call("GET", "/api/tokens", { token: null, headers: { cookie: session.cookie } })
+      expect(tokens.status).toBe(200)
+    }))
+
+  it.effect("a Bearer header wins over the cookie; the ping intake refuses the cookie", () =>
+    Effect.gen(function*() {
+      yield* createUser({ email: "barbara@example.com", password: PASSWORD })
+      const session = yield* signIn("barbara@example.com", PASSWORD)
+      const badBearer = yield* call("GET", "/api/monitors", { token: "jmt_notarealtokenatallnotarealtoken", headers: { cookie: session.cookie } })
+      expect(badBearer.status).toBe(401)
+      expect(badBearer.body.message).toMatch(/access token is not valid/)
+      // With a valid Bearer, no CSRF header is needed even though a cookie is sent.
+      const bearerPost = yield* call("POST", "/api/monitors", { headers: { cookie: session.cookie }, body: validMonitor() })
+      expect(bearerPost.status).toBe(201)
+
+      const monitor = yield* createMonitor()
+      const headers = { cookie: session.cookie, "x-csrf-token": session.csrfToken }
+      const cookiePing = yield* call("POST", `/api/ping/${monitor.id}/success`, { token: null, headers, body: {} })
+      expect(cookiePing.status).toBe(401)
+      expect(cookiePing.body._tag).toBe("Unauthorized")
+      const withBearer = yield* sendPing(monitor.id, "success", { body: {} })
+      expect(withBearer.status).toBe(200)
+    }))
+})
