@@ -31,10 +31,10 @@ export function DurationChart({ runs, percentiles, slaMs }: { runs: ChartRun[]; 
         {},
         { label: "Run duration", stroke: "#1d4ed8", width: 1.5, points: { show: true, size: 6 }, value: (_u, v) => fmtDuration(v), spanGaps: true },
         { label: "Failed run", stroke: "#b91c1c", width: 0, points: { show: true, size: 8, fill: "#b91c1c" }, value: (_u, v) => fmtDuration(v) },
-        { label: "p50", stroke: "#15803d", width: 1, dash, value: (_u, v) => fmtDuration(v) },
-        { label: "p95", stroke: "#a16207", width: 1.5, dash, value: (_u, v) => fmtDuration(v) },
-        { label: "p99", stroke: "#7e22ce", width: 1, dash, value: (_u, v) => fmtDuration(v) },
-        { label: "SLA", stroke: "#dc2626", width: 2, value: (_u, v) => fmtDuration(v) }
+        { label: "p50", stroke: "#15803d", width: 1, dash, points: { show: false }, value: (_u, v) => fmtDuration(v) },
+        { label: "p95", stroke: "#a16207", width: 1.5, dash, points: { show: false }, value: (_u, v) => fmtDuration(v) },
+        { label: "p99", stroke: "#7e22ce", width: 1, dash, points: { show: false }, value: (_u, v) => fmtDuration(v) },
+        { label: "SLA", stroke: "#dc2626", width: 2, points: { show: false }, value: (_u, v) => fmtDuration(v) }
       ],
       bands: percentiles ? [{ series: [5, 3], fill: "rgba(126, 34, 206, 0.08)" }] : []
     }

@@ -48,7 +48,7 @@ export function ScheduleText({ schedule }: { schedule: Schedule }) {
   return (
     <span>
       {text ?? schedule.expression}
-      {schedule.type === "cron" && <span class="muted"> ({schedule.timezone})</span>}
+      {schedule.type === "cron" && !(text ?? "").includes(schedule.timezone) && <span class="muted"> ({schedule.timezone})</span>}
     </span>
   )
 }

@@ -238,6 +238,7 @@ function Users() {
   const [unavailable, setUnavailable] = useState("")
   const [email, setEmail] = useState("")
   const [name, setName] = useState("")
+  const [role, setRole] = useState("member")
   const [link, setLink] = useState("")
   const load = async () => {
     try {
@@ -258,11 +259,17 @@ function Users() {
       )}
       <form class="inline" onSubmit={async (e) => {
         e.preventDefault()
-        const r = await run(() => api<{ token: string }>("POST", "/api/auth/invites", { email, ...(name ? { name } : {}) }))
+        const r = await run(() => api<{ token: string }>("POST", "/api/auth/invites", { email, role, ...(name ? { name } : {}) }))
         if (r) { setLink(`${location.origin}/invite?token=${encodeURIComponent((r as { token: string }).token)}`); setEmail(""); setName("") }
       }}>
         <label>Email<input type="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} /></label>
         <label>Name (optional)<input value={name} onInput={(e) => setName(e.currentTarget.value)} /></label>
+        <label>Role
+          <select value={role} onChange={(e) => setRole(e.currentTarget.value)}>
+            <option value="member">member: read and change</option>
+            <option value="admin">admin: also tokens and invites</option>
+          </select>
+        </label>
         <button type="submit">Invite</button>
       </form>
       {link && <div class="once" role="status"><p>Send this invitation link (shown once):</p><code class="secret">{link}</code></div>}
