@@ -1,0 +1,169 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { mkdirSync } from "node:fs"
+import type { Page } from "playwright-core"
+import { createUser, TestApp, TestServer } from "../support/fixture.js"
+import { hasChromium, launch, WAIT_MS } from "./browser.js"
+
+/**
+ * The dashboard in a real browser (Debian's Chromium through playwright-core) against the real
+ * service: sign in, create a monitor, see a failure become an incident and acknowledge it, put the
+ * monitor in maintenance, and create and revoke a token. With SCREENSHOTS=1 (npm run screenshots)
+ * it also saves the main pages under docs/screenshots/.
+ */
+
+if (!hasChromium) {
+  console.warn("SKIPPED test/Web/Dashboard.test.ts: /usr/bin/chromium is missing (apt-get install chromium to run the browser tests)")
+}
+
+const screenshots = process.env.SCREENSHOTS === "1" && process.env.CI === undefined
+const shot = async (page: Page, name: string) => {
+  if (!screenshots) return
+  mkdirSync("docs/screenshots", { recursive: true })
+  await page.waitForTimeout(600)
+  await page.screenshot({ path: `docs/screenshots/${name}.png`, fullPage: name !== "monitor" })
+}
+
+/** Polls until `check` holds (the pages refresh every few seconds; the machine may be slow). */
+const eventually = async <A>(check: () => Promise<A | undefined | false>, what: string, ms = WAIT_MS): Promise<A> => {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await check()
+    if (value !== undefined && value !== false) return value
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 250))
+  }
+}
+
+describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
+  layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("a signed-in user", (it) => {
+    it.effect("signs in, sees a failure become an incident and acknowledges it, puts a monitor in maintenance, creates and revokes a token", () =>
+      Effect.gen(function*() {
+        const app = yield* TestApp
+        const sql = yield* SqlClient.SqlClient
+        yield* createUser({ email: "ada@example.test", password: "correct horse battery", name: "Ada Lovelace" })
+        const api = (method: string, path: string, token: string = app.adminToken, body?: unknown) =>
+          fetch(`${app.baseUrl}${path}`, {
+            method,
+            headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+            ...(body === undefined ? {} : { body: JSON.stringify(body) })
+          })
+        const json = async (response: Promise<Response>): Promise<any> => (await response).json()
+        const seedHistory = (monitorId: string) =>
+          Effect.runPromise(
+            sql`insert into runs (id, monitor_id, org_id, status, started_at, finished_at, duration_ms)
+              select gen_random_uuid(), m.id, m.org_id, 'SUCCESS', now() - (i || ' hours')::interval,
+                     now() - (i || ' hours')::interval + (d || ' milliseconds')::interval, d
+              from monitors m, lateral (select i, (5200 + 900 * sin(i / 5.0) + (i * 7919 % 1700))::int as d
+                                        from generate_series(2, 120, 3) as i) s
+              where m.id = ${monitorId}`
+          )
+
+        yield* Effect.acquireUseRelease(
+          Effect.promise(() => launch()),
+          ({ context }) =>
+            Effect.promise(async () => {
+              const page = await context.newPage()
+              const errors: string[] = []
+              page.on("pageerror", (e) => errors.push(e.message))
+              page.on("dialog", (d) => void d.accept())
+
+              // Sign in with email and password.
+              await page.goto(`${app.baseUrl}/`)
+              await page.getByLabel("Email").fill("ada@example.test")
+              await page.getByLabel("Password").fill("correct horse battery")
+              await page.getByRole("button", { name: "Sign in", exact: true }).click()
+              await page.getByRole("heading", { name: "Monitors" }).waitFor()
+              expect(await page.getByRole("banner").textContent()).toContain("Ada Lovelace")
+
+              // Create a monitor in the form; the page moves to the new monitor.
+              await page.getByText("New monitor").click()
+              await page.getByLabel("Name", { exact: true }).fill("browser backup")
+              await page.getByLabel("Cron expression", { exact: true }).fill("0 4 * * *")
+              await page.getByLabel("Time zone", { exact: true }).fill("Europe/Paris")
+              await page.getByLabel("Tags (comma separated)").fill("db, nightly")
+              await page.getByRole("button", { name: "Create monitor" }).click()
+              await page.waitForURL(/\/monitors\/[0-9a-f-]{36}$/)
+              const monitorId = page.url().split("/").pop()!
+              await page.getByRole("heading", { name: "browser backup" }).waitFor()
+              const created = await json(api("GET", `/api/monitors/${monitorId}`))
+              expect(created.schedule).toEqual({ type: "cron", expression: "0 4 * * *", timezone: "Europe/Paris" })
+              expect(created.tags).toEqual(["db", "nightly"])
+
+              // A failure reported through the API becomes an incident on the Incidents page.
+              if (screenshots) {
+                await seedHistory(monitorId)
+                await api("PATCH", `/api/monitors/${monitorId}`, app.adminToken, { sla: { durationTarget: "p95", maxDurationMs: 7000 } })
+              }
+              const fail = await api("POST", `/api/ping/${monitorId}/fail`, app.adminToken, {
+                exitCode: 3,
+                durationMs: 4200,
+                output: "pg_dump: connection refused\npassword=hunter2"
+              })
+              expect(fail.status).toBe(200)
+              await page.getByRole("link", { name: "Incidents" }).click()
+              const incident = page.locator("li.incident", { hasText: "browser backup" })
+              await incident.waitFor()
+              expect(await incident.textContent()).toContain("FAIL")
+              expect(await incident.textContent()).toContain("exit code 3")
+              expect(await incident.textContent()).not.toContain("hunter2")
+              await shot(page, "incidents")
+              await incident.getByLabel("Note").fill("looking into the database host")
+              await incident.getByRole("button", { name: "Acknowledge" }).click()
+              const acknowledged = await eventually(async () => {
+                const list = await json(api("GET", `/api/incidents?monitorId=${monitorId}`))
+                return list.incidents[0]?.status === "ACKNOWLEDGED" && list.incidents[0]
+              }, "the incident to be acknowledged")
+              expect(acknowledged.acknowledgedBy.name).toBe("Ada Lovelace")
+              expect(acknowledged.notes.map((n: { text: string }) => n.text)).toContain("looking into the database host")
+              await page.getByRole("tab", { name: /Acknowledged/ }).click()
+              await page.locator("li.incident", { hasText: "Acknowledged by Ada Lovelace" }).waitFor()
+
+              // A maintenance window made in the form shows its badge, name and remaining time, counting down.
+              await page.getByRole("link", { name: "Maintenance" }).click()
+              await page.getByText("New maintenance window").click()
+              await page.getByLabel("Name", { exact: true }).fill("Database upgrade")
+              await page.getByLabel("browser backup").check()
+              await page.locator(".preview li").first().waitFor()
+              await page.getByRole("button", { name: "Create window" }).click()
+              await page.locator("li.window", { hasText: "Database upgrade" }).getByText("active").waitFor()
+              await shot(page, "maintenance")
+              await page.getByRole("link", { name: "Monitors" }).click()
+              const badge = page.locator(`tr[data-monitor="${monitorId}"] .badge.maint`)
+              await badge.waitFor()
+              const first = (await badge.textContent())!
+              expect(first).toMatch(/^In Maintenance: Database upgrade, (59|60)m \d\ds left$/)
+              await eventually(async () => (await badge.textContent()) !== first, "the remaining time to count down", 10_000)
+              await shot(page, "monitors")
+              if (screenshots) {
+                await page.getByRole("link", { name: "browser backup" }).click()
+                await page.locator(".chart canvas").waitFor()
+                await shot(page, "monitor")
+              }
+
+              // Settings: a token is shown once, works, and is refused by the API once revoked.
+              await page.getByRole("link", { name: "Settings" }).click()
+              await page.getByLabel("Name", { exact: true }).first().fill("deploy script")
+              await page.getByLabel("Scope").selectOption("read")
+              await page.getByRole("button", { name: "Create token" }).click()
+              const token = (await page.locator("[data-token]").textContent())!.trim()
+              expect(token).toMatch(/^jmt_/)
+              expect((await api("GET", "/api/monitors", token)).status).toBe(200)
+              const row = page.getByRole("row", { name: /deploy script/ })
+              await row.waitFor()
+              await shot(page, "settings")
+              await row.getByRole("button", { name: "Revoke deploy script" }).click()
+              await row.waitFor({ state: "detached" })
+              const refused = await eventually(async () => {
+                const r = await api("GET", "/api/monitors", token)
+                return r.status === 401 && r
+              }, "the revoked token to be refused")
+              expect(((await refused.json()) as any)._tag).toBe("Unauthorized")
+              expect(errors).toEqual([])
+            }),
+          ({ close }) => Effect.promise(close)
+        )
+      }), { timeout: 240_000 })
+  })
+})
