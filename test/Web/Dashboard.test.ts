@@ -94,6 +94,14 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
               // A failure reported through the API becomes an incident on the Incidents page.
               if (screenshots) {
                 await seedHistory(monitorId)
+                for (const [name, schedule, tags, ping] of [
+                  ["invoice sync", { type: "interval", expression: "15m" }, ["billing"], "success"],
+                  ["cache warmer", { type: "cron", expression: "*/10 * * * *", timezone: "America/New_York" }, ["web"], "start"],
+                  ["weekly report", { type: "cron", expression: "0 9 * * 1", timezone: "Asia/Tokyo" }, ["reports"], null]
+                ] as const) {
+                  const m = await json(api("POST", "/api/monitors", app.adminToken, { name, schedule, tags }))
+                  if (ping) await api("POST", `/api/ping/${m.id}/${ping}`, app.adminToken, ping === "success" ? { durationMs: 1800 } : {})
+                }
                 await api("PATCH", `/api/monitors/${monitorId}`, app.adminToken, { sla: { durationTarget: "p95", maxDurationMs: 7000 } })
               }
               const fail = await api("POST", `/api/ping/${monitorId}/fail`, app.adminToken, {
@@ -128,14 +136,25 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
               await page.locator(".preview li").first().waitFor()
               await page.getByRole("button", { name: "Create window" }).click()
               await page.locator("li.window", { hasText: "Database upgrade" }).getByText("active").waitFor()
-              await shot(page, "maintenance")
+              if (screenshots) {
+                // the human preview of a recurring window, in the window's zone
+                await page.getByLabel("Recurring").check()
+                await page.getByLabel("Time zone", { exact: true }).fill("Europe/Berlin")
+                await page.locator(".preview li").nth(4).waitFor()
+                await shot(page, "maintenance")
+              }
               await page.getByRole("link", { name: "Monitors" }).click()
               const badge = page.locator(`tr[data-monitor="${monitorId}"] .badge.maint`)
               await badge.waitFor()
               const first = (await badge.textContent())!
-              expect(first).toMatch(/^In Maintenance: Database upgrade, (59|60)m \d\ds left$/)
+              expect(first).toMatch(/^In Maintenance: Database upgrade, (5\d|60)m \d\ds left$/)
               await eventually(async () => (await badge.textContent()) !== first, "the remaining time to count down", 10_000)
               await shot(page, "monitors")
+              if (screenshots) {
+                await page.setViewportSize({ width: 390, height: 844 })
+                await shot(page, "monitors-phone")
+                await page.setViewportSize({ width: 1280, height: 900 })
+              }
               if (screenshots) {
                 await page.getByRole("link", { name: "browser backup" }).click()
                 await page.locator(".chart canvas").waitFor()
