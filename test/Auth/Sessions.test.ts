@@ -125,4 +125,112 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("dashboard 
       const withBearer = yield* sendPing(monitor.id, "success", { body: {} })
       expect(withBearer.status).toBe(200)
     }))
+
+  it.effect("acknowledging and resolving through a session name the signed-in user in the API and the events", () =>
+    Effect.gen(function*() {
+      const user = yield* createUser({ email: "katherine@example.com", password: PASSWORD, name: "Katherine Johnson" })
+      const session = yield* signIn("katherine@example.com", PASSWORD)
+      const headers = { cookie: session.cookie, "x-csrf-token": session.csrfToken }
+      const monitor = yield* createMonitor({ name: "session ack" })
+      expect((yield* sendPing(monitor.id, "fail", { body: { exitCode: 3 } })).status).toBe(200)
+      let incident: any
+      for (let i = 0; i < 300 && incident === undefined; i++) {
+        const list = yield* call("GET", `/api/incidents?monitorId=${monitor.id}`, { token: null, headers })
+        incident = list.body.incidents?.[0]
+        if (incident === undefined) yield* Effect.sleep("100 millis")
+      }
+      expect(incident).toBeDefined()
+      const by = { userId: user.id, name: "Katherine Johnson", email: "katherine@example.com" }
+      const ack = yield* call("POST", `/api/incidents/${incident.id}/acknowledge`, { token: null, headers, body: { note: "on it" } })
+      expect(ack.status).toBe(200)
+      expect(ack.body.acknowledgedBy).toEqual(by)
+      const resolved = yield* call("POST", `/api/incidents/${incident.id}/resolve`, { token: null, headers, body: {} })
+      expect(resolved.status).toBe(200)
+      // resolvedBy has no email in the incident schema (decisions §2: {userId, name}).
+      expect(resolved.body.resolvedBy).toEqual({ userId: user.id, name: "Katherine Johnson" })
+      const sql = yield* SqlClient.SqlClient
+      const events = yield* sql<{ type: string; data: any }>`
+        select type, data from events where data->'incident'->>'id' = ${incident.id}
+          and type in ('incident.acknowledged', 'incident.resolved') order by seq`
+      expect(events.map((e) => e.type)).toEqual(["incident.acknowledged", "incident.resolved"])
+      expect(events[0]!.data.acknowledgedBy).toEqual(by)
+      expect(events[1]!.data.resolvedBy).toEqual({ userId: user.id, name: "Katherine Johnson" })
+    }))
+
+  it.effect("a session ends after 7 idle days or 30 days in all; use restarts the idle timer", () =>
+    Effect.gen(function*() {
+      const user = yield* createUser({ email: "edsger@example.com", password: PASSWORD })
+      const sql = yield* SqlClient.SqlClient
+      const me = (cookie: string) => call("GET", "/api/auth/me", { token: null, headers: { cookie } })
+
+      const idle = yield* signIn("edsger@example.com", PASSWORD)
+      yield* sql`update sessions set created_at = now() - interval '8 days', last_seen_at = now() - interval '7 days 1 minute'
+                 where user_id = ${user.id}`
+      const idleAnswer = yield* me(idle.cookie)
+      expect(idleAnswer.status).toBe(401)
+      expect(idleAnswer.body.message).toMatch(/idle for 7 days/)
+      const listAnswer = yield* call("GET", "/api/monitors", { token: null, headers: { cookie: idle.cookie } })
+      expect(listAnswer.status).toBe(401)
+
+      const active = yield* signIn("edsger@example.com", PASSWORD)
+      yield* sql`update sessions set created_at = now() - interval '20 days', last_seen_at = now() - interval '6 days 23 hours'
+                 where user_id = ${user.id}`
+      expect((yield* me(active.cookie)).status).toBe(200)
+      const touched = yield* sql<{ last_seen_at: Date }>`select last_seen_at from sessions where user_id = ${user.id}`
+      expect(Date.now() - touched[0]!.last_seen_at.getTime()).toBeLessThan(3_600_000)
+
+      yield* sql`update sessions set created_at = now() - interval '30 days 1 minute', last_seen_at = now() - interval '1 hour'
+                 where user_id = ${user.id}`
+      const old = yield* me(active.cookie)
+      expect(old.status).toBe(401)
+      expect(old.body.message).toMatch(/older than 30 days/)
+      const rows = yield* sql<{ n: number }>`select count(*)::int as n from sessions where user_id = ${user.id}`
+      expect(rows[0]!.n).toBe(0)
+    }))
+
+  it.effect("after 10 failed sign-ins for an email in 15 minutes, sign-in is 429 with Retry-After, even with the right password", () =>
+    Effect.gen(function*() {
+      yield* createUser({ email: "mallory@example.com", password: PASSWORD })
+      yield* createUser({ email: "alice@example.com", password: PASSWORD })
+      for (let i = 0; i < 10; i++) {
+        const wrong = yield* call("POST", "/api/auth/login", { token: null, body: { email: "mallory@example.com", password: `guess ${i}` } })
+        expect(wrong.status).toBe(401)
+      }
+      const limited = yield* call("POST", "/api/auth/login", { token: null, body: { email: "MALLORY@example.com", password: PASSWORD } })
+      expect(limited.status).toBe(429)
+      expect(limited.body._tag).toBe("RateLimited")
+      const retryAfter = Number(limited.headers["retry-after"])
+      expect(retryAfter).toBeGreaterThan(800)
+      expect(retryAfter).toBeLessThanOrEqual(900)
+      expect(limited.body.retryAfterSeconds).toBe(retryAfter)
+      // Another email is not affected; the window passing lifts the limit.
+      expect((yield* call("POST", "/api/auth/login", { token: null, body: { email: "alice@example.com", password: PASSWORD } })).status).toBe(200)
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`update sign_in_failures set failed_at = failed_at - interval '15 minutes' where email = 'mallory@example.com'`
+      expect((yield* call("POST", "/api/auth/login", { token: null, body: { email: "mallory@example.com", password: PASSWORD } })).status).toBe(200)
+    }))
+
+  it.effect("the sign-in and user endpoints are in the OpenAPI document, with the session cookie as a security scheme", () =>
+    Effect.gen(function*() {
+      const doc = yield* call("GET", "/api/openapi.json", { token: null })
+      expect(doc.status).toBe(200)
+      for (const path of ["/api/auth/login", "/api/auth/me", "/api/auth/logout", "/api/auth/invites", "/api/auth/invites/accept", "/api/users"]) {
+        expect(Object.keys(doc.body.paths)).toContain(path)
+      }
+      expect(doc.body.components.securitySchemes.session).toMatchObject({ type: "apiKey", in: "cookie", name: "jobmon_session" })
+    }))
 })
+
+layer(TestServer({ publicUrl: "https://jobmon.example.com" }), { excludeTestServices: true, timeout: 120_000 })(
+  "dashboard sessions behind https",
+  (it) => {
+    it.effect("the session cookie is Secure when PUBLIC_URL is https", () =>
+      Effect.gen(function*() {
+        yield* createUser({ email: "tim@example.com", password: PASSWORD })
+        const response = yield* call("POST", "/api/auth/login", { token: null, body: { email: "tim@example.com", password: PASSWORD } })
+        expect(response.status).toBe(200)
+        expect(response.headers["set-cookie"]).toMatch(/; Secure/)
+        expect(response.headers["set-cookie"]).toMatch(/; HttpOnly/)
+      }))
+  }
+)
