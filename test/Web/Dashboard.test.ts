@@ -2,6 +2,8 @@ import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { mkdirSync } from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import type { Page } from "playwright-core"
 import { createUser, TestApp, TestServer } from "../support/fixture.js"
 import { hasChromium, launch, WAIT_MS } from "./browser.js"
@@ -36,8 +38,33 @@ const eventually = async <A>(check: () => Promise<A | undefined | false>, what: 
   }
 }
 
+/** Screenshots only: a chat webhook made invalid by a 404 and an outbound webhook with a delivery. */
+const webhooksForScreenshot = async (page: Page, api: (method: string, path: string, token?: string, body?: unknown) => Promise<Response>) => {
+  const receiver = http.createServer((req, res) => {
+    req.resume()
+    req.on("end", () => res.writeHead(req.url === "/hook" ? 200 : 404).end(req.url === "/hook" ? "ok" : "Unknown Webhook"))
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+  const base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`
+  try {
+    const chat = await (await api("POST", "/api/alerts/chat/webhooks", undefined, { url: `${base}/chat-gone`, name: "ops-alerts" })).json() as { id: string }
+    await api("POST", "/api/alerts/chat/test", undefined, { webhookId: chat.id })
+    await page.getByLabel("URL", { exact: true }).fill(`${base}/hook`)
+    await page.getByRole("button", { name: "Add webhook" }).click()
+    const hook = page.locator(".hook", { hasText: `${base}/hook` })
+    await hook.getByRole("button", { name: "Send test" }).click()
+    await hook.getByRole("cell", { name: "webhook.test" }).waitFor()
+    await page.reload()
+    await page.getByText("invalid", { exact: true }).waitFor()
+    await page.locator(".hook").getByRole("button", { name: "Deliveries" }).click()
+    await page.locator(".hook details summary").first().click()
+  } finally {
+    await new Promise((resolve) => receiver.close(resolve))
+  }
+}
+
 describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
-  layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("a signed-in user", (it) => {
+  layer(TestServer(screenshots ? { allowPrivateTargets: true } : {}), { excludeTestServices: true, timeout: 120_000 })("a signed-in user", (it) => {
     it.effect("signs in, sees a failure become an incident and acknowledges it, puts a monitor in maintenance, creates and revokes a token", () =>
       Effect.gen(function*() {
         const app = yield* TestApp
@@ -116,7 +143,6 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
               expect(await incident.textContent()).toContain("FAIL")
               expect(await incident.textContent()).toContain("exit code 3")
               expect(await incident.textContent()).not.toContain("hunter2")
-              await shot(page, "incidents")
               await incident.getByLabel("Note").fill("looking into the database host")
               await incident.getByRole("button", { name: "Acknowledge" }).click()
               const acknowledged = await eventually(async () => {
@@ -127,6 +153,7 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
               expect(acknowledged.notes.map((n: { text: string }) => n.text)).toContain("looking into the database host")
               await page.getByRole("tab", { name: /Acknowledged/ }).click()
               await page.locator("li.incident", { hasText: "Acknowledged by Ada Lovelace" }).waitFor()
+              await shot(page, "incidents")
 
               // A maintenance window made in the form shows its badge, name and remaining time, counting down.
               await page.getByRole("link", { name: "Maintenance" }).click()
@@ -171,6 +198,7 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
               expect((await api("GET", "/api/monitors", token)).status).toBe(200)
               const row = page.getByRole("row", { name: /deploy script/ })
               await row.waitFor()
+              if (screenshots) await webhooksForScreenshot(page, api)
               await shot(page, "settings")
               await row.getByRole("button", { name: "Revoke deploy script" }).click()
               await row.waitFor({ state: "detached" })
