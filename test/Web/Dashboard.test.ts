@@ -65,7 +65,7 @@ const webhooksForScreenshot = async (page: Page, api: (method: string, path: str
 
 describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
   layer(TestServer(screenshots ? { allowPrivateTargets: true } : {}), { excludeTestServices: true, timeout: 120_000 })("a signed-in user", (it) => {
-    it.effect("signs in, sees a failure become an incident and acknowledges it, puts a monitor in maintenance, creates and revokes a token", () =>
+    it.effect("signs in, sees a failure become an incident and acknowledges it, puts a monitor in maintenance, creates and revokes a token, invites a user", () =>
       Effect.gen(function*() {
         const app = yield* TestApp
         const sql = yield* SqlClient.SqlClient
@@ -151,8 +151,10 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
               }, "the incident to be acknowledged")
               expect(acknowledged.acknowledgedBy.name).toBe("Ada Lovelace")
               expect(acknowledged.notes.map((n: { text: string }) => n.text)).toContain("looking into the database host")
-              await page.getByRole("tab", { name: /Acknowledged/ }).click()
-              await page.locator("li.incident", { hasText: "Acknowledged by Ada Lovelace" }).waitFor()
+              // The link of a chat alert (/incidents/<id>) opens its tab with the incident highlighted; the session survives the reload.
+              await page.goto(`${app.baseUrl}/incidents/${acknowledged.id}`)
+              await page.locator(`li.incident.focused[data-incident="${acknowledged.id}"]`, { hasText: "Acknowledged by Ada Lovelace" }).waitFor()
+              expect(await page.getByRole("tab", { name: /Acknowledged/ }).getAttribute("aria-selected")).toBe("true")
               await shot(page, "incidents")
 
               // A maintenance window made in the form shows its badge, name and remaining time, counting down.
@@ -207,6 +209,21 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
                 return r.status === 401 && r
               }, "the revoked token to be refused")
               expect(((await refused.json()) as any)._tag).toBe("Unauthorized")
+
+              // An invitation: the link is shown once; after signing out, it opens the page that creates the account.
+              await page.getByLabel("Email").fill("grace@example.test")
+              await page.getByRole("button", { name: "Invite" }).click()
+              const link = (await page.locator("code.secret", { hasText: "/invite?token=" }).textContent())!
+              await page.getByRole("button", { name: "Sign out" }).click()
+              await page.getByRole("heading", { name: "Sign in to jobmon" }).waitFor()
+              await page.goto(link)
+              await page.getByLabel("Your name").fill("Grace Hopper")
+              await page.getByLabel("Choose a password").fill("a long enough password")
+              await page.getByRole("button", { name: "Create account" }).click()
+              await page.getByRole("heading", { name: "Monitors" }).waitFor()
+              expect(await page.getByRole("banner").textContent()).toContain("Grace Hopper")
+              const users = await json(api("GET", "/api/users"))
+              expect(users.users.map((u: { email: string }) => u.email)).toContain("grace@example.test")
               expect(errors).toEqual([])
             }),
           ({ close }) => Effect.promise(close)

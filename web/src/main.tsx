@@ -47,7 +47,7 @@ function App() {
   const monitorId = /^\/monitors\/([^/]+)/.exec(path)?.[1]
   const page = monitorId ? <MonitorPage id={decodeURIComponent(monitorId)} />
     : path.startsWith("/monitors") ? <MonitorsPage />
-    : path.startsWith("/incidents") ? <IncidentsPage />
+    : path.startsWith("/incidents") ? <IncidentsPage focus={/^\/incidents\/([^/]+)/.exec(path)?.[1]} />
     : path.startsWith("/maintenance") ? <MaintenancePage />
     : path.startsWith("/settings") ? <SettingsPage />
     : <section><h1>Page not found</h1><p>There is no page at {path}. <a href="/monitors" onClick={onLink}>Go to the monitors</a>.</p></section>

@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks"
+import { useEffect, useState } from "preact/hooks"
 import { api, errorText } from "../api"
 import { ErrorLine, type Monitor } from "../components"
 import { onLink } from "../router"
@@ -14,8 +14,10 @@ export interface Incident {
 
 const TABS = [["OPEN", "Open"], ["ACKNOWLEDGED", "Acknowledged"], ["RESOLVED", "Resolved"]] as const
 
-export function IncidentsPage() {
+/** `focus`: an incident id from the path (/incidents/<id>, the links in chat alerts): its tab is shown and it is highlighted. */
+export function IncidentsPage({ focus }: { focus?: string | undefined }) {
   const [tab, setTab] = useState<Incident["status"]>("OPEN")
+  const [focused, setFocused] = useState<string | null>(null)
   const [lists, setLists] = useState<Record<string, Incident[]> | null>(null)
   const [names, setNames] = useState<Record<string, string>>({})
   const [error, setError] = useState("")
@@ -34,6 +36,14 @@ export function IncidentsPage() {
     }
   }
   usePoll(load, 5000)
+
+  useEffect(() => {
+    if (!focus || focused === focus || lists === null) return
+    const status = TABS.find(([st]) => lists[st]!.some((i) => i.id === focus))?.[0]
+    if (status) setTab(status)
+    setFocused(focus)
+    requestAnimationFrame(() => document.querySelector(`[data-incident="${CSS.escape(focus)}"]`)?.scrollIntoView({ block: "center" }))
+  }, [focus, lists])
 
   return (
     <section>
@@ -55,17 +65,17 @@ export function IncidentsPage() {
       <div id="incident-panel" role="tabpanel" aria-labelledby={`tab-${tab}`}>
         {lists === null ? <p role="status">Loading…</p> : lists[tab]!.length === 0
           ? <p class="muted">No {tab.toLowerCase()} incidents.</p>
-          : <IncidentList incidents={lists[tab]!} names={names} onChange={load} />}
+          : <IncidentList incidents={lists[tab]!} names={names} onChange={load} focus={focus} />}
       </div>
     </section>
   )
 }
 
-export function IncidentList({ incidents, names, onChange }: { incidents: Incident[]; names: Record<string, string>; onChange: () => Promise<void> | void }) {
-  return <ul class="incidents">{incidents.map((i) => <IncidentItem key={i.id} incident={i} name={names[i.monitorId]} onChange={onChange} />)}</ul>
+export function IncidentList({ incidents, names, onChange, focus }: { incidents: Incident[]; names: Record<string, string>; onChange: () => Promise<void> | void; focus?: string | undefined }) {
+  return <ul class="incidents">{incidents.map((i) => <IncidentItem key={i.id} incident={i} name={names[i.monitorId]} onChange={onChange} focused={i.id === focus} />)}</ul>
 }
 
-function IncidentItem({ incident: i, name, onChange }: { incident: Incident; name: string | undefined; onChange: () => Promise<void> | void }) {
+function IncidentItem({ incident: i, name, onChange, focused }: { incident: Incident; name: string | undefined; onChange: () => Promise<void> | void; focused: boolean }) {
   const [note, setNote] = useState("")
   const [error, setError] = useState("")
   const [busy, setBusy] = useState(false)
@@ -88,7 +98,7 @@ function IncidentItem({ incident: i, name, onChange }: { incident: Incident; nam
     typeof d.output === "string" && d.output ? `output: ${d.output.slice(0, 120)}` : null
   ].filter(Boolean).join("; ")
   return (
-    <li class={`incident sev-${i.severity.toLowerCase()}`} data-incident={i.id}>
+    <li class={`incident sev-${i.severity.toLowerCase()}${focused ? " focused" : ""}`} data-incident={i.id} aria-current={focused ? "true" : undefined}>
       <div class="incident-head">
         <strong>{i.type}</strong>
         <span class="badge">{i.severity}</span>

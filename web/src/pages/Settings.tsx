@@ -18,6 +18,13 @@ export function SettingsPage() {
 /** Runs an action, reporting its error; reloads on success. */
 function useAction(reload: () => Promise<void>) {
   const [error, setError] = useState("")
+  usePoll(async () => {
+    try {
+      await reload()
+    } catch (e) {
+      setError(errorText(e))
+    }
+  }, 30_000)
   const run = async (f: () => Promise<unknown>) => {
     setError("")
     try {
@@ -42,7 +49,6 @@ function Tokens() {
   const [created, setCreated] = useState<{ name: string; token: string } | null>(null)
   const load = async () => setTokens((await api<{ tokens: Token[] }>("GET", "/api/tokens")).tokens)
   const [error, run] = useAction(load)
-  usePoll(load, 30_000)
   return (
     <section aria-labelledby="tokens-h" class="card">
       <h2 id="tokens-h">Tokens</h2>
@@ -114,7 +120,6 @@ function ChatWebhooks() {
   const [result, setResult] = useState("")
   const load = async () => setHooks((await api<{ webhooks: Chat[] }>("GET", "/api/alerts/chat/webhooks")).webhooks)
   const [error, run] = useAction(load)
-  usePoll(load, 30_000)
   return (
     <section aria-labelledby="chat-h" class="card">
       <h2 id="chat-h">Chat webhooks</h2>
@@ -169,7 +174,6 @@ function Webhooks() {
   const [secret, setSecret] = useState<string | null>(null)
   const load = async () => setHooks((await api<{ webhooks: Hook[] }>("GET", "/api/webhooks")).webhooks)
   const [error, run] = useAction(load)
-  usePoll(load, 30_000)
   return (
     <section aria-labelledby="hooks-h" class="card">
       <h2 id="hooks-h">Outbound webhooks</h2>
@@ -235,25 +239,15 @@ interface UserRow { id: string; email: string; name: string }
 
 function Users() {
   const [users, setUsers] = useState<UserRow[] | null>(null)
-  const [unavailable, setUnavailable] = useState("")
   const [email, setEmail] = useState("")
   const [name, setName] = useState("")
   const [role, setRole] = useState("member")
   const [link, setLink] = useState("")
-  const load = async () => {
-    try {
-      const r = await api<{ users: UserRow[] } | UserRow[]>("GET", "/api/users")
-      setUsers(Array.isArray(r) ? r : r.users)
-    } catch (e) {
-      setUnavailable(errorText(e))
-    }
-  }
+  const load = async () => setUsers((await api<{ users: UserRow[] }>("GET", "/api/users")).users)
   const [error, run] = useAction(load)
-  usePoll(load, 30_000)
   return (
     <section aria-labelledby="users-h" class="card">
       <h2 id="users-h">Users</h2>
-      {users === null && unavailable && <p class="muted">Users are not available: {unavailable}</p>}
       {users && (
         <ul class="plain">{users.map((u) => <li>{u.name} <span class="muted">&lt;{u.email}&gt;</span></li>)}</ul>
       )}
