@@ -81,7 +81,7 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
       Effect.gen(function*() {
         const secret = randomBytes(32).toString("base64url")
         const csrfToken = randomBytes(24).toString("base64url")
-        yield* repo.purgeSessions(user.id, new Date(at.getTime() - SESSION_IDLE_MS), new Date(at.getTime() - SESSION_ABSOLUTE_MS))
+        yield* repo.purgeSessions(new Date(at.getTime() - SESSION_IDLE_MS), new Date(at.getTime() - SESSION_ABSOLUTE_MS))
         yield* repo.insertSession({ secretHash: sha256(secret), userId: user.id, orgId: user.orgId, csrfToken, at })
         return { user, csrfToken, secret } satisfies SignedIn
       })

@@ -53,12 +53,13 @@ export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>
       .handle("logout", () =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          yield* clearSessionCookie
           // No live session: nothing to end, the cookie is cleared all the same.
           const active = yield* Effect.option(accounts.session(request.cookies[SESSION_COOKIE]))
-          if (active._tag === "None") return
-          yield* accounts.checkCsrf(active.value, request.method, request.headers[CSRF_HEADER])
-          yield* accounts.logout(active.value)
+          if (active._tag === "Some") {
+            yield* accounts.checkCsrf(active.value, request.method, request.headers[CSRF_HEADER])
+            yield* accounts.logout(active.value)
+          }
+          yield* clearSessionCookie
         }))
       .handle("acceptInvite", ({ payload }) => Effect.flatMap(accounts.acceptInvite(payload), signedIn))
   })

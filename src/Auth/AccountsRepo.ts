@@ -123,10 +123,9 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("jobmon/Account
 
     const deleteSession = (id: string) => sql`delete from sessions where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
-    /** Sessions of this user that can no longer be used. */
-    const purgeSessions = (userId: string, idleBefore: Date, createdBefore: Date) =>
-      sql`delete from sessions
-          where user_id = ${userId} and (last_seen_at <= ${idleBefore} or created_at <= ${createdBefore})`.pipe(
+    /** Sessions that can no longer be used (anyone's: the table stays as small as the live sessions). */
+    const purgeSessions = (idleBefore: Date, createdBefore: Date) =>
+      sql`delete from sessions where last_seen_at <= ${idleBefore} or created_at <= ${createdBefore}`.pipe(
         Effect.asVoid,
         Effect.orDie
       )

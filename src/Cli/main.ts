@@ -1,10 +1,11 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { Console, Effect, Layer, Logger, LogLevel } from "effect"
+import { Accounts } from "../Auth/Accounts.js"
 import { Scopes, type Scope } from "../Auth/Token.js"
 import { Tokens } from "../Auth/Tokens.js"
 import { AppConfigLive } from "../Config.js"
-import { DatabaseLive } from "../Db/Database.js"
+import { makeDatabaseLive } from "../Db/Database.js"
 import { serve } from "../main.js"
 
 const usage = `jobmon — job monitoring service
@@ -14,6 +15,9 @@ Usage:
   jobmon migrate                    apply database migrations and exit
   jobmon token create --scope <admin|write|read|ping> --name <name> [--org <slug>] [--expires <ISO date>]
                                     print a new access token
+  jobmon user create --email <email> --name <name> [--org <slug>] [--role <admin|member>] [--password <p>]
+                                    create a dashboard user and print its id; the password comes
+                                    from --password or the environment variable JOBMON_PASSWORD
   jobmon help                       this text
 
 Configuration comes from the environment: DATABASE_URL, DATA_DIR, HOST, PORT, PUBLIC_URL,
@@ -38,7 +42,8 @@ const flags = (args: ReadonlyArray<string>) => {
   return out
 }
 
-const DbOnly = DatabaseLive.pipe(Layer.provide(AppConfigLive))
+// A command run beside `npm start` uses the service's embedded PostgreSQL and leaves it running.
+const DbOnly = makeDatabaseLive({ whenOwned: "attach" }).pipe(Layer.provide(AppConfigLive))
 
 const tokenCreate = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -67,6 +72,27 @@ const tokenCreate = (args: ReadonlyArray<string>) =>
     yield* Console.log(token)
   }).pipe(Effect.provide(Tokens.Default), Effect.provide(DbOnly))
 
+const userCreate = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const f = flags(args)
+    const email = f.get("email") ?? ""
+    if (email === "") throw new CliError("--email is required")
+    const name = f.get("name") ?? ""
+    if (name === "") throw new CliError("--name is required")
+    const role = f.get("role") ?? "admin"
+    if (role !== "admin" && role !== "member") throw new CliError("--role must be admin or member")
+    const password = f.get("password") ?? process.env.JOBMON_PASSWORD ?? ""
+    if (password === "") throw new CliError("give the password in the environment variable JOBMON_PASSWORD, or with --password")
+    const slug = f.get("org") ?? "default"
+    const accounts = yield* Accounts
+    const orgId = yield* accounts.orgBySlug(slug)
+    if (orgId === undefined) throw new CliError(`no organization with slug '${slug}' (start the service once to create 'default')`)
+    const user = yield* accounts.createUser({ email, name, password, orgId, role }).pipe(
+      Effect.catchAll((error) => Effect.die(new CliError(error.message)))
+    )
+    yield* Console.log(user.id)
+  }).pipe(Effect.provide(Accounts.Default), Effect.provide(DbOnly))
+
 export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
   const [command, ...rest] = argv
   switch (command) {
@@ -78,6 +104,9 @@ export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> =
     case "token":
       if (rest[0] === "create") return tokenCreate(rest.slice(1))
       return Effect.fail(new CliError("usage: jobmon token create --scope <scope> --name <name>"))
+    case "user":
+      if (rest[0] === "create") return userCreate(rest.slice(1))
+      return Effect.fail(new CliError("usage: jobmon user create --email <email> --name <name> [--org <slug>]"))
     case "help":
     case "--help":
     case "-h":

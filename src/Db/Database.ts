@@ -2,7 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Config, Context, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import pg from "pg"
 import { AppConfig } from "../Config.js"
-import { startEmbedded } from "./Embedded.js"
+import { type EmbeddedOptions, startEmbedded } from "./Embedded.js"
 import { migrate } from "./Migrator.js"
 
 /**
@@ -45,14 +45,19 @@ export const detectMode = (pool: pg.Pool) =>
 
 const timescaleSetting = Config.literal("auto", "off")("TIMESCALEDB").pipe(Config.withDefault("auto" as const))
 
-/** Opens the database (DATABASE_URL, or the embedded PostgreSQL), migrates it, detects the mode. */
-export const DatabaseLive: Layer.Layer<Database | PgClient.PgClient | import("@effect/sql").SqlClient.SqlClient, Error, AppConfig> =
+/**
+ * Opens the database (DATABASE_URL, or the embedded PostgreSQL), migrates it, detects the mode.
+ * CLI commands pass `whenOwned: "attach"`: they use a running service's embedded PostgreSQL.
+ */
+export const makeDatabaseLive = (
+  embedded: EmbeddedOptions = {}
+): Layer.Layer<Database | PgClient.PgClient | import("@effect/sql").SqlClient.SqlClient, Error, AppConfig> =>
   Layer.unwrapScoped(
     Effect.gen(function*() {
       const config = yield* AppConfig
       const url = yield* Option.match(config.databaseUrl, {
         onSome: (url) => Effect.succeed(url),
-        onNone: () => Effect.map(startEmbedded(config.dataDir), (db) => db.url)
+        onNone: () => Effect.map(startEmbedded(config.dataDir, embedded), (db) => db.url)
       })
       const pool = new pg.Pool({
         connectionString: Redacted.value(url),
@@ -82,3 +87,6 @@ export const DatabaseLive: Layer.Layer<Database | PgClient.PgClient | import("@e
       return Layer.merge(database, client).pipe(Layer.mapError((e) => new Error(`database: ${e.message}`)))
     })
   )
+
+/** The service's database: it owns the embedded PostgreSQL, and refuses one another process owns. */
+export const DatabaseLive = makeDatabaseLive()

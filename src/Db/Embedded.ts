@@ -37,16 +37,40 @@ const isAlive = (pid: number) => {
   }
 }
 
+/** The live postmaster of `databaseDir` (pid and port, from postmaster.pid), if one runs. */
+const livePostmaster = (databaseDir: string): { pid: number; port: number } | undefined => {
+  const pidFile = path.join(databaseDir, "postmaster.pid")
+  if (!fs.existsSync(pidFile)) return undefined
+  const lines = fs.readFileSync(pidFile, "utf8").split("\n")
+  const pid = Number.parseInt(lines[0] ?? "", 10)
+  if (!Number.isFinite(pid) || !isAlive(pid)) return undefined
+  return { pid, port: Number.parseInt(lines[3] ?? "", 10) }
+}
+
+/**
+ * `<dataDir>/pg17.owner` names the process that started the embedded PostgreSQL and will stop it.
+ * A live postmaster whose owner is gone is an orphan; one whose owner lives belongs to that process.
+ */
+const ownerFile = (databaseDir: string) => `${databaseDir}.owner`
+
+const liveOwner = (databaseDir: string): number | undefined => {
+  try {
+    const pid = Number.parseInt(fs.readFileSync(ownerFile(databaseDir), "utf8").trim(), 10)
+    return Number.isFinite(pid) && pid !== process.pid && isAlive(pid) ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * A service killed with SIGKILL leaves its postgres running with `postmaster.pid` in place;
  * the next start would be refused. Stop that orphan cleanly first (fast shutdown) and wait.
  */
 const stopOrphan = (databaseDir: string) =>
   Effect.gen(function*() {
-    const pidFile = path.join(databaseDir, "postmaster.pid")
-    if (!fs.existsSync(pidFile)) return
-    const pid = Number.parseInt(fs.readFileSync(pidFile, "utf8").split("\n")[0] ?? "", 10)
-    if (!Number.isFinite(pid) || !isAlive(pid)) return
+    const live = livePostmaster(databaseDir)
+    if (live === undefined) return
+    const pid = live.pid
     yield* Effect.logWarning(`embedded PostgreSQL from an earlier run is still up (pid ${pid}); stopping it`)
     process.kill(pid, "SIGINT")
     for (let i = 0; i < 300 && isAlive(pid); i++) {
@@ -84,10 +108,46 @@ const prepareForRoot = (databaseDir: string) => {
   }
 }
 
-export const startEmbedded = (dataDir: string): Effect.Effect<EmbeddedDatabase, Error, import("effect").Scope.Scope> =>
+export interface EmbeddedOptions {
+  /**
+   * When another live process (a running `jobmon serve`) owns the embedded PostgreSQL of this
+   * data directory: `attach` connects to it and leaves it running (CLI commands), `refuse` fails
+   * (a second service). Default `refuse`. Either way it is never stopped or re-initialised.
+   */
+  readonly whenOwned?: "attach" | "refuse"
+}
+
+export const startEmbedded = (
+  dataDir: string,
+  options: EmbeddedOptions = {}
+): Effect.Effect<EmbeddedDatabase, Error, import("effect").Scope.Scope> =>
   Effect.gen(function*() {
     const databaseDir = path.resolve(dataDir, "pg17")
     fs.mkdirSync(path.dirname(databaseDir), { recursive: true })
+    const owner = liveOwner(databaseDir)
+    if (owner !== undefined) {
+      if (options.whenOwned !== "attach") {
+        return yield* Effect.fail(
+          new Error(
+            `the embedded PostgreSQL in ${databaseDir} belongs to another running jobmon process (pid ${owner}); stop it first, or use another DATA_DIR`
+          )
+        )
+      }
+      // The owner may still be starting it: wait for its postmaster.
+      let running = livePostmaster(databaseDir)
+      for (let i = 0; i < 600 && running === undefined && liveOwner(databaseDir) !== undefined; i++) {
+        yield* Effect.sleep("100 millis")
+        running = livePostmaster(databaseDir)
+      }
+      if (running === undefined || !Number.isFinite(running.port)) {
+        return yield* Effect.fail(new Error(`the jobmon process ${owner} did not start its embedded PostgreSQL in ${databaseDir}`))
+      }
+      yield* Effect.logDebug(`using the embedded PostgreSQL of the running jobmon process ${owner} on port ${running.port}`)
+      return {
+        port: running.port,
+        url: Redacted.make(`postgres://postgres:${PASSWORD}@127.0.0.1:${running.port}/${EMBEDDED_DATABASE}`)
+      }
+    }
     yield* stopOrphan(databaseDir)
     const port = yield* freePort
     const isRoot = os.userInfo().uid === 0
@@ -121,14 +181,24 @@ export const startEmbedded = (dataDir: string): Effect.Effect<EmbeddedDatabase, 
     yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          if (!initialised) await pg.initialise()
-          await pg.start()
+          // Claimed before starting, so that a CLI command run meanwhile waits instead of stopping it.
+          fs.writeFileSync(ownerFile(databaseDir), `${process.pid}\n`)
+          try {
+            if (!initialised) await pg.initialise()
+            await pg.start()
+          } catch (error) {
+            fs.rmSync(ownerFile(databaseDir), { force: true })
+            throw error
+          }
         },
         catch: (cause) =>
           new Error(`embedded PostgreSQL did not start in ${databaseDir}: ${String(cause ?? "")}\n${logs.join("")}`)
       }),
       () =>
-        Effect.promise(() => pg.stop()).pipe(
+        Effect.promise(async () => {
+          await pg.stop()
+          fs.rmSync(ownerFile(databaseDir), { force: true })
+        }).pipe(
           Effect.timeout("30 seconds"),
           Effect.tap(() => Effect.logInfo("embedded PostgreSQL stopped")),
           Effect.orDie,

@@ -62,6 +62,8 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("dashboard 
 
       const noCsrf = yield* call("POST", "/api/auth/logout", { token: null, headers: { cookie: session.cookie } })
       expect(noCsrf.status).toBe(403)
+      expect(noCsrf.headers["set-cookie"]).toBeUndefined()
+      expect((yield* call("GET", "/api/auth/me", { token: null, headers: { cookie: session.cookie } })).status).toBe(200)
       const out = yield* call("POST", "/api/auth/logout", {
         token: null,
         headers: { cookie: session.cookie, "x-csrf-token": session.csrfToken }
