@@ -118,6 +118,27 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
               expect(created.schedule).toEqual({ type: "cron", expression: "0 4 * * *", timezone: "Europe/Paris" })
               expect(created.tags).toEqual(["db", "nightly"])
 
+              // Pause and resume, and the settings form (PATCH).
+              await page.getByRole("button", { name: "Pause" }).click()
+              await page.locator(".head .status", { hasText: "PAUSED" }).waitFor()
+              await page.getByRole("button", { name: "Resume" }).click()
+              await page.getByRole("button", { name: "Pause" }).waitFor()
+              await page.getByLabel("Grace (seconds)").fill("900")
+              await page.getByRole("button", { name: "Save settings" }).click()
+              await page.getByText("Saved.").waitFor()
+              expect((await json(api("GET", `/api/monitors/${monitorId}`))).graceSeconds).toBe(900)
+
+              // The list filters by status and tag.
+              await page.getByRole("link", { name: "← Monitors" }).click()
+              const listed = page.locator(`tr[data-monitor="${monitorId}"]`)
+              await listed.waitFor()
+              await page.getByLabel("Status", { exact: true }).selectOption("FAILING")
+              await page.getByText("No monitors match these filters").waitFor()
+              await page.getByLabel("Status", { exact: true }).selectOption("")
+              await page.getByLabel("Tag", { exact: true }).selectOption("nightly")
+              await listed.waitFor()
+              await page.getByLabel("Tag", { exact: true }).selectOption("")
+
               // A failure reported through the API becomes an incident on the Incidents page.
               if (screenshots) {
                 await seedHistory(monitorId)

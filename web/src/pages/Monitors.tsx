@@ -45,18 +45,20 @@ export function MonitorsPage() {
       </div>
       <NewMonitor onCreated={(m) => navigate(`/monitors/${m.id}`)} />
       <div class="filters" role="group" aria-label="Filters">
-        <label>Status
-          <select value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+        <div class="field">
+          <label for="filter-status">Status</label>
+          <select id="filter-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
             <option value="">All</option>
             {STATUSES.map((s) => <option value={s}>{s}</option>)}
           </select>
-        </label>
-        <label>Tag
-          <select value={tag} onChange={(e) => setTag(e.currentTarget.value)}>
+        </div>
+        <div class="field">
+          <label for="filter-tag">Tag</label>
+          <select id="filter-tag" value={tag} onChange={(e) => setTag(e.currentTarget.value)}>
             <option value="">All</option>
             {tags.map((t) => <option value={t}>{t}</option>)}
           </select>
-        </label>
+        </div>
         <span class="muted">{monitors ? `${shown.length} of ${monitors.length}` : ""}</span>
       </div>
       <ErrorLine error={error} />
