@@ -1,7 +1,10 @@
 import { Context } from "effect"
 import type { Scope } from "./Token.js"
 
-/** Who is calling: the token's organization, owner and scope. */
+/**
+ * Who is calling: the token's organization, owner and scope, or a signed-in user's (then `tokenId`
+ * is `session:<session id>` and the scope follows the user's role, docs/dashboard-auth.md).
+ */
 export interface Principal {
   readonly tokenId: string
   readonly orgId: string

@@ -6,7 +6,6 @@ import { Scopes, type Scope } from "../Auth/Token.js"
 import { Tokens } from "../Auth/Tokens.js"
 import { AppConfigLive } from "../Config.js"
 import { makeDatabaseLive } from "../Db/Database.js"
-import { serve } from "../main.js"
 
 const usage = `jobmon — job monitoring service
 
@@ -98,7 +97,8 @@ export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> =
   switch (command) {
     case "serve":
     case undefined:
-      return serve
+      // Loaded only to serve: the other commands start faster without the whole service.
+      return Effect.flatMap(Effect.promise(() => import("../main.js")), (main) => main.serve)
     case "migrate":
       return Effect.provide(Console.log("migrations applied"), DbOnly)
     case "token":

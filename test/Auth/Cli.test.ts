@@ -56,7 +56,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 240_000 })("jobmon use
       const flag = yield* jobmon(["user", "create", "--email", "second@example.com", "--name", "Second", "--password", "from the flag!"], db)
       expect(flag.code).toBe(0)
       expect((yield* signIn("second@example.com", "from the flag!")).user.id).toBe(flag.stdout.trim())
-    }))
+    }), 240_000)
 
   it.effect("refuses a short or missing password, an unknown organization and a duplicate email with exit code 2", () =>
     Effect.gen(function*() {
@@ -80,7 +80,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 240_000 })("jobmon use
       expect(again.stderr).toMatch(/already exists/)
       const users = yield* call("GET", "/api/users")
       expect(users.body.users.filter((u: any) => u.email.toLowerCase() === "dup@example.com")).toHaveLength(1)
-    }))
+    }), 240_000)
 })
 
 const isAlive = (pid: number) => {
