@@ -14,6 +14,8 @@ export function useNow(ms = 1000): number {
 export function usePoll(load: () => Promise<void> | void, ms: number, deps: unknown[] = []) {
   const saved = useRef(load)
   saved.current = load
+  const every = useRef(ms)
+  every.current = ms
   useEffect(() => {
     let stopped = false
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -23,7 +25,7 @@ export function usePoll(load: () => Promise<void> | void, ms: number, deps: unkn
       } catch {
         // the page shows its own error; keep polling
       }
-      if (!stopped) timer = setTimeout(tick, ms)
+      if (!stopped) timer = setTimeout(tick, every.current)
     }
     void tick()
     return () => {
