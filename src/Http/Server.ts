@@ -29,6 +29,7 @@ import { Monitors } from "../Monitors/Monitors.js"
 import { Api } from "./Api.js"
 import { notFoundOrNotAllowed, routeTable, validationFromDecode } from "./Errors.js"
 import { HealthHttpLive } from "./Health.js"
+import { webRoutes } from "./Web.js"
 
 /** Where the server listens, once it does (port 0 picks a free one: tests). */
 export class ServerAddress extends Context.Tag("jobmon/ServerAddress")<ServerAddress, {
@@ -116,6 +117,7 @@ export const HttpServerLive = Layer.scoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const fast = yield* FastRoutes
+    const web = webRoutes()
     const app = yield* HttpApiBuilder.httpApp
     // The tracer is off for requests: spans per request cost more than they tell here.
     const handler = yield* NodeHttpServer.makeHandler(Effect.map(app, finalHeaders)).pipe(
@@ -131,6 +133,7 @@ export const HttpServerLive = Layer.scoped(
         }, { connection: "close" })
       }
       if (fast.handle(req, res)) return
+      if (web(req, res)) return
       handler(req, res)
     })
     server.keepAliveTimeout = 65_000
