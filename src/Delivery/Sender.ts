@@ -45,6 +45,7 @@ export const send = (
     const started = performance.now()
     let done = false
     let retryAfterSeconds: number | undefined
+    let timer: ReturnType<typeof setTimeout> | undefined
     const finish = (outcome: Outcome) => {
       if (done) return
       done = true
@@ -81,7 +82,7 @@ export const send = (
       lookup: lookup as never,
       agent: agents[options.allowPrivateTargets ? "open" : "guarded"][target.protocol === "https:" ? "https" : "http"]
     })
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       finish({ _tag: "NoAnswer", error: `timeout: no answer within ${options.timeoutMs ?? SEND_TIMEOUT_MS} ms` })
       request.destroy()
     }, options.timeoutMs ?? SEND_TIMEOUT_MS)
