@@ -752,15 +752,22 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         }
       })
 
-    /** Fans out every new event, then sends everything due (several claim lanes); answers how long to sleep. */
+    const sendDue = Effect.all([
+      drain(claimAndSendChats, CHAT_CLAIM_BATCH),
+      ...Array.from({ length: CLAIM_LANES }, () => drain(claimAndSendWebhooks, CLAIM_BATCH))
+    ], { concurrency: "unbounded", discard: true })
+
+    /**
+     * Fans out every new event and sends everything due; answers how long to sleep. Under a stream of
+     * events, each fan-out batch runs beside the sending of what the one before produced, so neither
+     * waits for the other.
+     */
     const pass = Effect.gen(function*() {
-      while ((yield* fanOutBatch) === FANOUT_BATCH) {
-        // more events waiting
+      for (;;) {
+        const [events] = yield* Effect.all([fanOutBatch, sendDue], { concurrency: "unbounded" })
+        if (events < FANOUT_BATCH) break
       }
-      yield* Effect.all([
-        drain(claimAndSendChats, CHAT_CLAIM_BATCH),
-        ...Array.from({ length: CLAIM_LANES }, () => drain(claimAndSendWebhooks, CLAIM_BATCH))
-      ], { concurrency: "unbounded", discard: true })
+      yield* sendDue
       const now = yield* Clock.currentTimeMillis
       const due = yield* nextDue
       return due === undefined ? SAFETY_POLL_MS : Math.min(SAFETY_POLL_MS, Math.max(1, due - now))
