@@ -27,6 +27,7 @@ import { cleanupAll, installSignalHandlers, onCleanup, spawnChild, stopChild } f
 import { backgroundBusy, cpuBetween, sampleCpu } from "./support/cpu.js"
 import { BenchDb, openBenchDatabase } from "./support/database.js"
 import { fmt, latencyStats } from "./support/engine-report.js"
+import { mainThreadProfile, summarizeProfile } from "./support/profile.js"
 import { replaceDocsBlock } from "./support/report.js"
 import { createMonitors, createPingToken, newBootstrapToken, ROOT, startService, stopServer } from "./support/servers.js"
 
@@ -48,7 +49,9 @@ const settings = {
   incidents: whole("BENCH_DELIVERY_INCIDENTS", 200),
   writeDocs: env("BENCH_WRITE_DOCS", "1") !== "0",
   strict: env("BENCH_STRICT", "0") === "1",
-  note: env("BENCH_NOTE", "")
+  note: env("BENCH_NOTE", ""),
+  /** Profile the service (node --cpu-prof) and print where its time went. */
+  profile: env("BENCH_PROFILE", "0") === "1"
 }
 
 const THROUGHPUT_TARGET = 1_000
@@ -95,7 +98,13 @@ const main = async (): Promise<number> => {
   const token = newBootstrapToken()
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "jobmon-bench-delivery-"))
   onCleanup(async () => fs.rmSync(logDir, { recursive: true, force: true }))
-  const service = await startService({ databaseUrl: database.url, bootstrapToken: token, logFile: path.join(logDir, "service.log") })
+  const profileDir = settings.profile ? path.join(logDir, "profile") : undefined
+  const service = await startService({
+    databaseUrl: database.url,
+    bootstrapToken: token,
+    logFile: path.join(logDir, "service.log"),
+    cpuProfileDir: profileDir
+  })
   onCleanup(() => stopServer(service))
   const client = new pg.Client({ connectionString: database.url })
   await client.connect()
@@ -214,6 +223,16 @@ const main = async (): Promise<number> => {
   const pingLatency = latencyStats(settings.incidents, fromPing)
   log(`incident → alert: ${latency.seen}/${latency.planted} arrived; p50 ${fmt(latency.p50)} ms, p99 ${fmt(latency.p99)} ms, max ${fmt(latency.max)} ms`)
   const failedAttempts = await count(client, "select count(*) as n from webhook_delivery_attempts where status_code is null or status_code <> 200")
+
+  if (profileDir !== undefined) {
+    await stopServer(service)
+    const file = mainThreadProfile(profileDir)
+    if (file !== undefined) {
+      const summary = summarizeProfile(file, { top: 30 })
+      log(`service profile: ${fmt(summary.busyMs)} ms busy of ${fmt(summary.totalMs)} ms`)
+      for (const line of [...summary.byOrigin, ...summary.topFrames]) log(`  ${String(line.percent).padStart(5)} %  ${line.name}`)
+    }
+  }
 
   const checks = [
     { name: `≥ ${fmt(THROUGHPUT_TARGET)} deliveries/s, every attempt recorded`, pass: throughput >= THROUGHPUT_TARGET && attempts === total && stats1.requests >= total, detail: `${fmt(throughput)}/s; ${fmt(attempts)} attempt rows for ${fmt(total)} events` },
