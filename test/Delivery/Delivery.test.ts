@@ -321,3 +321,41 @@ it.effect("after a restart, a pending delivery resumes when its retry is due", (
     expect(after[0]).toMatchObject({ status: "succeeded", attempts: 2, retryCount: 1 })
     expect(target.received[1]!.headers["x-service-delivery"]).toBe(after[0].id)
   }).pipe(Effect.scoped), 120_000)
+
+it.effect("two service instances on one database: every delivery and every chat message is sent exactly once", () =>
+  Effect.gen(function*() {
+    const db = yield* makeTestDatabase()
+    const token = newAdminToken()
+    const hooks = yield* receiver([200])
+    const chat = yield* receiver([{ status: 429, headers: { "retry-after": "1" } }, 204])
+    const start = Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+      return yield* Layer.buildWithScope(AppOn(db.url, token, { allowPrivateTargets: true }), scope)
+    })
+    const a = yield* start
+    const b = yield* start
+    const onA = <X, E>(effect: Effect.Effect<X, E, any>) => Effect.provide(effect, a) as Effect.Effect<X, E>
+    const flushBoth = Effect.all([onA(flush), Effect.provide(flush, b)], { concurrency: "unbounded", discard: true })
+    const monitors = yield* onA(Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) => createMonitor({ name: `twice-${i}` })))
+    for (let i = 0; i < 3; i++) yield* onA(createWebhook({ url: `${hooks.url}/${i}`, events: ["monitor.updated", "incident.opened"] }))
+    expect((yield* onA(call("POST", "/api/alerts/chat/webhooks", { body: { url: chat.url, name: "twice" } }))).status).toBe(201)
+    const { orgId } = yield* onA(defaultOrg)
+    const now = yield* TestClock.currentTimeMillis
+    yield* onA(Effect.flatMap(Events, (events) =>
+      events.recordMany(Array.from({ length: 60 }, (_, i) => ({ orgId, type: "monitor.updated" as const, data: { n: i }, monitorIds: [], at: now })))
+    ))
+    yield* onA(raise(monitors[0]!.id))
+    yield* flushBoth
+    // the chat webhook now waits a second; the other incidents pile up meanwhile
+    for (const m of monitors.slice(1)) yield* onA(raise(m.id))
+    yield* flushBoth
+    yield* TestClock.adjust("1 second")
+    yield* flushBoth
+    yield* flushBoth
+    // 3 webhooks × (60 + 12 incidents)
+    expect(hooks.received).toHaveLength(3 * 72)
+    expect(new Set(hooks.received.map((r) => r.headers["x-service-delivery"])).size).toBe(3 * 72)
+    const titles = chat.received.slice(1).flatMap((r) => r.body.embeds.map((e: any) => e.title))
+    expect(titles.sort()).toEqual(monitors.map((m) => `FAIL: ${m.name}`).sort())
+  }).pipe(Effect.scoped), 120_000)
