@@ -176,7 +176,7 @@ export const matches = (
   return true
 }
 
-const FANOUT_BATCH = 500
+const FANOUT_BATCH = 1000
 /** Outbound deliveries claimed at once by one lane, and lanes claiming side by side. */
 const CLAIM_BATCH = 200
 const CLAIM_LANES = 3
@@ -780,6 +780,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
      * events, each fan-out batch runs beside the sending of what the one before produced, so neither
      * waits for the other.
      */
+    /** Rate counters of past minutes are of no use: dropped once a minute. */
+    let purgedAt = Number.NEGATIVE_INFINITY
+    const purgeRates = (now: number) =>
+      now - purgedAt < RATE_WINDOW_MS ? Effect.void : Effect.gen(function*() {
+        purgedAt = now
+        yield* sql`delete from webhook_rate where window_start < ${new Date(now - 2 * RATE_WINDOW_MS)}`.pipe(Effect.orDie)
+      })
+
     const pass = Effect.gen(function*() {
       for (;;) {
         const [events] = yield* Effect.all([fanOutBatch, sendDue], { concurrency: "unbounded" })
@@ -787,6 +795,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
       }
       yield* sendDue
       const now = yield* Clock.currentTimeMillis
+      yield* purgeRates(now)
       const due = yield* nextDue
       return due === undefined ? SAFETY_POLL_MS : Math.min(SAFETY_POLL_MS, Math.max(1, due - now))
     })
