@@ -147,3 +147,96 @@ export const maintenanceMessageOf = (notice: MaintenanceNotice, mention: string 
     footer: { text: "jobmon" }
   }]
 })
+
+/** Discord's limits on one message: embeds, and characters over all its embeds. */
+export const MAX_EMBEDS = 10
+export const MAX_EMBED_CHARACTERS = 6000
+
+/** Characters Discord counts towards the 6,000 of a message: title, description, fields, footer, author. */
+export const embedCharacters = (embed: APIEmbed): number =>
+  (embed.title?.length ?? 0) +
+  (embed.description?.length ?? 0) +
+  (embed.fields ?? []).reduce((n, f) => n + f.name.length + f.value.length, 0) +
+  (embed.footer?.text.length ?? 0) +
+  (embed.author?.name.length ?? 0)
+
+export type ChatMessageBody = RESTPostAPIWebhookWithTokenJSONBody
+type Message = ChatMessageBody
+
+const linkButtonsOf = (message: Message): Array<APIButtonComponentWithURL> =>
+  (message.components ?? []).flatMap((row) =>
+    "components" in row
+      ? (row.components as ReadonlyArray<{ type: number; style?: number }>).filter(
+        (c): c is APIButtonComponentWithURL => c.type === ComponentType.Button && c.style === ButtonStyle.Link
+      )
+      : []
+  )
+
+/**
+ * Several messages to one chat webhook as one (a burst that piled up while the webhook had to
+ * wait): their embeds in order, each embed's title linking to its incident, and their link buttons
+ * numbered by embed ("View incident 2") in rows of four (two embeds a row; ten embeds fill Discord's
+ * five rows). A single message is left as it is.
+ */
+export const mergeMessages = (messages: ReadonlyArray<Message>): Message => {
+  if (messages.length === 1) return messages[0]!
+  const content = messages.find((m) => m.content !== undefined)?.content
+  const embeds: Array<APIEmbed> = []
+  const buttons: Array<APIButtonComponentWithURL> = []
+  for (const message of messages) {
+    const links = linkButtonsOf(message)
+    for (const embed of message.embeds ?? []) {
+      const n = embeds.length + 1
+      embeds.push(links[0] === undefined ? embed : { ...embed, url: links[0].url })
+      for (const b of links) buttons.push({ ...b, label: `${b.label} ${n}`.slice(0, 80) })
+    }
+  }
+  const components: Array<APIActionRowComponent<APIButtonComponentWithURL>> = []
+  for (let i = 0; i < buttons.length && components.length < 5; i += 4) {
+    components.push({ type: ComponentType.ActionRow, components: buttons.slice(i, i + 4) })
+  }
+  return {
+    ...(content === undefined ? {} : { content }),
+    embeds,
+    ...(components.length === 0 ? {} : { components })
+  }
+}
+
+/**
+ * Splits messages waiting for one chat webhook, oldest first, into groups that each fit one message:
+ * at most 10 embeds and 6,000 embed characters. Every message lands in exactly one group, in order.
+ */
+export const packMessages = <A>(items: ReadonlyArray<A>, messageOf: (item: A) => Message): Array<Array<A>> => {
+  const groups: Array<Array<A>> = []
+  let current: Array<A> = []
+  let embeds = 0
+  let characters = 0
+  for (const item of items) {
+    const own = messageOf(item).embeds ?? []
+    const n = own.length
+    const c = own.reduce((sum, e) => sum + embedCharacters(e), 0)
+    if (current.length > 0 && (embeds + n > MAX_EMBEDS || characters + c > MAX_EMBED_CHARACTERS)) {
+      groups.push(current)
+      current = []
+      embeds = 0
+      characters = 0
+    }
+    current.push(item)
+    embeds += n
+    characters += c
+  }
+  if (current.length > 0) groups.push(current)
+  return groups
+}
+
+/**
+ * Where a message is posted: the webhook's url as configured (a `thread_id` stays), with
+ * `with_components=true` when it carries buttons: Discord drops the components of a webhook that no
+ * application owns unless asked so.
+ */
+export const postUrlOf = (url: string, message: Message): string => {
+  if ((message.components ?? []).length === 0) return url
+  const target = new URL(url)
+  target.searchParams.set("with_components", "true")
+  return target.toString()
+}

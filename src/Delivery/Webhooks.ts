@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Deferred, Effect, Queue } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Deferred, Effect, Queue, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../Config.js"
 import { notFound, ValidationError } from "../Domain/Errors.js"
@@ -17,13 +18,24 @@ import {
   type UpdateWebhookRequest,
   type Webhook
 } from "./Api.js"
-import { type ChatIncident, maintenanceMessageOf, messageOf, testMessageOf } from "./ChatMessage.js"
 import {
+  type ChatIncident,
+  type ChatMessageBody,
+  maintenanceMessageOf,
+  mergeMessages,
+  messageOf,
+  packMessages,
+  postUrlOf,
+  testMessageOf
+} from "./ChatMessage.js"
+import {
+  CHAT_MAX_ATTEMPTS,
   CHAT_RATE_LIMIT_PER_MINUTE,
   chatDelayAfterAttempt,
   delayAfterAttempt,
   isRetryable,
   isSuccess,
+  type Outcome,
   RATE_LIMIT_PER_MINUTE,
   RATE_WINDOW_MS
 } from "./RetrySchedule.js"
@@ -79,12 +91,27 @@ interface DeliveryRow {
   readonly last_response_time_ms: number | null
   readonly last_error: string | null
   readonly request_headers: Record<string, string> | null
+  readonly event_seq: string | number | null
 }
 
 const webhookColumns = "id, org_id, url, secret, events, filter_monitor_ids, filter_severity, after_seq, created_at"
 const chatColumns = "id, org_id, name, url, rules_severity, rules_types, mention, status, status_reason, after_seq, created_at"
 const deliveryColumns =
-  "id, webhook_id, chat_webhook_id, event_id, event_type, body, created_at, status, attempts, next_attempt_at, last_status_code, last_response_time_ms, last_error, request_headers"
+  "id, webhook_id, chat_webhook_id, event_id, event_type, body, created_at, status, attempts, next_attempt_at, last_status_code, last_response_time_ms, last_error, request_headers, event_seq"
+
+/** Runs `work` over `items`, at most `limit` at a time; answers the results in order. */
+const inPool = async <A, B>(items: ReadonlyArray<A>, limit: number, work: (item: A) => Promise<B>): Promise<Array<B>> => {
+  const results: Array<B> = new Array(items.length)
+  let next = 0
+  const runner = async () => {
+    while (next < items.length) {
+      const i = next++
+      results[i] = await work(items[i]!)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, runner))
+  return results
+}
 
 const toWebhook = (row: WebhookRow): Webhook => ({
   id: row.id,
@@ -149,16 +176,27 @@ export const matches = (
   return true
 }
 
-const FANOUT_BATCH = 500
-const CLAIM_BATCH = 50
+const FANOUT_BATCH = 1000
+/** Outbound deliveries claimed at once by one lane, and lanes claiming side by side. */
+const CLAIM_BATCH = 200
+const CLAIM_LANES = 3
+/** POSTs in flight per lane. */
+const SEND_CONCURRENCY = 100
+/** Chat webhooks claimed at once, and a chat webhook's messages read at once (packed into messages). */
+const CHAT_CLAIM_BATCH = 20
+const CHAT_ROWS_PER_ROUND = 200
 const LEASE_MS = 60_000
-const POLL_MS = 1_000
-const SEND_CONCURRENCY = 10
+/** Without a notification, the worker still looks this often (a missed notification costs at most this). */
+const SAFETY_POLL_MS = 30_000
+const ERROR_RETRY_MS = 1_000
+const LISTEN_RETRY = "1 second"
+const WAKE_CHANNEL = "jobmon_delivery"
 const MAX_SECRET_LENGTH = 256
 
 export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
   scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
     const config = yield* AppConfig
     const intake = yield* Intake
     const allowPrivateTargets = config.allowPrivateTargets
@@ -321,7 +359,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         const chats = yield* sql<ChatWebhookRow>`
           select ${sql.literal(chatColumns)} from chat_webhooks
           where deleted_at is null and status = 'active' and org_id in ${sql.in([...new Set(events.map((e) => e.org_id))])}`
-        const rows: Array<{ webhook_id: string | null; chat_webhook_id: string | null; event_id: string; event_type: string; body: string }> = []
+        const rows: Array<{ webhook_id: string | null; chat_webhook_id: string | null; event_id: string; event_seq: number; event_type: string; body: string }> = []
         for (const e of events) {
           if (e.type.startsWith("maintenance.")) {
             // A window's notice goes to the chat webhooks its channels name (chat:<name>), whatever their rules.
@@ -338,6 +376,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
                 webhook_id: null,
                 chat_webhook_id: c.id,
                 event_id: e.id,
+                event_seq: Number(e.seq),
                 event_type: e.type,
                 body: JSON.stringify(maintenanceMessageOf({
                   kind: e.type.slice("maintenance.".length) as "upcoming" | "started" | "ended",
@@ -363,6 +402,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
               webhook_id: null,
               chat_webhook_id: c.id,
               event_id: e.id,
+              event_seq: Number(e.seq),
               event_type: e.type,
               body: JSON.stringify(messageOf(config.publicUrl, incident.message, c.mention))
             })
@@ -379,15 +419,15 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
             )
             if (!wanted) continue
             body ??= JSON.stringify(envelopeOf(stored))
-            rows.push({ webhook_id: w.id, chat_webhook_id: null, event_id: e.id, event_type: e.type, body })
+            rows.push({ webhook_id: w.id, chat_webhook_id: null, event_id: e.id, event_seq: Number(e.seq), event_type: e.type, body })
           }
         }
         if (rows.length > 0) {
           yield* sql`
-            insert into webhook_deliveries (webhook_id, chat_webhook_id, event_id, event_type, body, created_at, next_attempt_at)
-            select t.webhook_id, t.chat_webhook_id, t.event_id, t.event_type, t.body, ${now}, ${now}
+            insert into webhook_deliveries (webhook_id, chat_webhook_id, event_id, event_seq, event_type, body, created_at, next_attempt_at)
+            select t.webhook_id, t.chat_webhook_id, t.event_id, t.event_seq, t.event_type, t.body, ${now}, ${now}
             from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-              as t(webhook_id uuid, chat_webhook_id uuid, event_id uuid, event_type text, body text)
+              as t(webhook_id uuid, chat_webhook_id uuid, event_id uuid, event_seq bigint, event_type text, body text)
             on conflict do nothing`
         }
         yield* sql`update delivery_cursor set seq = ${last} where id = 1`
@@ -397,8 +437,87 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
 
     // ---- attempts -----------------------------------------------------------------------------------
 
-    /** Counts one delivery against the webhook's minute; answers the count, or undefined when full. */
-    const takeRate = (webhookId: string, windowStart: Date, limit: number = RATE_LIMIT_PER_MINUTE) =>
+    /** An attempt made, ready to be recorded with the delivery's new state. */
+    interface Attempted {
+      readonly id: string
+      readonly attempt: number
+      readonly at: number
+      readonly headers: Record<string, string>
+      readonly statusCode: number | null
+      readonly responseTimeMs: number | null
+      readonly error: string | null
+      readonly status: "pending" | "succeeded" | "failed"
+      readonly next: Date | null
+    }
+
+    const qualifiedDeliveryColumns = deliveryColumns.split(", ").map((c) => `d.${c}`).join(", ")
+
+    /**
+     * Every attempt row and each delivery's new state, in one statement (so all or none); answers the
+     * rows after when asked (the test endpoint shows its delivery; the worker needs nothing back).
+     */
+    const recordAttempts = (attempts: ReadonlyArray<Attempted>, answer = false) =>
+      attempts.length === 0
+        ? Effect.succeed<ReadonlyArray<DeliveryRow>>([])
+        : sql<DeliveryRow>`
+          with t as (
+            select * from jsonb_to_recordset(${
+          JSON.stringify(attempts.map((a) => ({
+            id: a.id,
+            attempt: a.attempt,
+            at: new Date(a.at).toISOString(),
+            status_code: a.statusCode,
+            response_time_ms: a.responseTimeMs,
+            error: a.error,
+            request_headers: a.headers,
+            status: a.status,
+            next_attempt_at: a.next?.toISOString() ?? null
+          })))
+        }::jsonb) as t(id uuid, attempt int, at timestamptz, status_code int, response_time_ms int, error text,
+              request_headers jsonb, status text, next_attempt_at timestamptz)
+          ), attempts as (
+            insert into webhook_delivery_attempts (delivery_id, attempt, at, status_code, response_time_ms, error, request_headers)
+            select id, attempt, at, status_code, response_time_ms, error, request_headers from t
+          )
+          update webhook_deliveries d set
+            status = t.status, attempts = t.attempt, next_attempt_at = t.next_attempt_at, claimed_until = null,
+            last_status_code = t.status_code, last_response_time_ms = t.response_time_ms, last_error = t.error,
+            request_headers = t.request_headers
+          from t where d.id = t.id
+          ${answer ? sql`returning ${sql.literal(qualifiedDeliveryColumns)}` : sql``}`
+
+    /**
+     * Takes up to `wanted` slots of each webhook's current minute (`limit` a minute), in one
+     * transaction that locks the webhooks' counters; answers, per webhook, the count before and how
+     * many were granted.
+     */
+    const takeRates = (windowStart: Date, wanted: ReadonlyMap<string, number>, limit: number) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const ids = [...wanted.keys()]
+        yield* sql`
+          insert into webhook_rate (webhook_id, window_start, count)
+          select id, ${windowStart}, 0 from unnest(${ids}::uuid[]) as id
+          on conflict do nothing`
+        const counters = yield* sql<{ webhook_id: string; count: number }>`
+          select webhook_id, count from webhook_rate
+          where window_start = ${windowStart} and webhook_id = any(${ids}::uuid[])
+          order by webhook_id for update`
+        const rates = new Map<string, { before: number; granted: number }>()
+        for (const c of counters) {
+          rates.set(c.webhook_id, { before: c.count, granted: Math.max(0, Math.min(wanted.get(c.webhook_id) ?? 0, limit - c.count)) })
+        }
+        const taken = [...rates].filter(([, r]) => r.granted > 0).map(([webhook_id, r]) => ({ webhook_id, n: r.granted }))
+        if (taken.length > 0) {
+          yield* sql`
+            update webhook_rate r set count = r.count + t.n
+            from jsonb_to_recordset(${JSON.stringify(taken)}::jsonb) as t(webhook_id uuid, n int)
+            where r.webhook_id = t.webhook_id and r.window_start = ${windowStart}`
+        }
+        return rates
+      }))
+
+    /** Counts one message against a chat webhook's minute; answers the count, or undefined when full. */
+    const takeRate = (webhookId: string, windowStart: Date, limit: number) =>
       Effect.map(
         sql<{ count: number }>`
           insert into webhook_rate (webhook_id, window_start, count) values (${webhookId}, ${windowStart}, 1)
@@ -408,165 +527,297 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         (rows) => rows[0]?.count
       )
 
-    const finishAttempt = (
-      delivery: DeliveryRow,
-      now: number,
-      n: number,
-      headers: Record<string, string>,
-      result: { statusCode: number | null; responseTimeMs: number | null; error: string | null },
-      status: "pending" | "succeeded" | "failed",
-      next: Date | null
-    ) =>
-      sql.withTransaction(Effect.gen(function*() {
-        yield* sql`
-          insert into webhook_delivery_attempts (delivery_id, attempt, at, status_code, response_time_ms, error, request_headers)
-          values (${delivery.id}, ${n}, ${new Date(now)}, ${result.statusCode}, ${result.responseTimeMs}, ${result.error}, ${JSON.stringify(headers)}::jsonb)`
-        const [row] = yield* sql<DeliveryRow>`
-          update webhook_deliveries set
-            status = ${status}, attempts = ${n}, next_attempt_at = ${next}, claimed_until = null,
-            last_status_code = ${result.statusCode}, last_response_time_ms = ${result.responseTimeMs}, last_error = ${result.error},
-            request_headers = ${JSON.stringify(headers)}::jsonb
-          where id = ${delivery.id}
-          returning ${sql.literal(deliveryColumns)}`
-        return row!
-      }))
+    const resultOf = (outcome: Outcome) => ({
+      statusCode: outcome._tag === "Answered" ? outcome.status : null,
+      error: outcome._tag === "Answered" ? (isSuccess(outcome) ? null : `HTTP ${outcome.status}`) : outcome.error
+    })
 
-    const markInvalid = (chatId: string, reason: string, now: number) =>
-      sql`
-        update chat_webhooks set status = 'invalid', status_reason = ${reason}, updated_at = ${new Date(now)}
-        where id = ${chatId}`
-
-    const invalidReason = (status: number) =>
-      `The chat service answered ${status}: the webhook was deleted or its token is no longer valid. ` +
-      "Regenerate it in the chat service and update the url here."
-
-    /** One attempt of a chat delivery (decisions §9). */
-    const attemptChat = (delivery: DeliveryRow) =>
+    /**
+     * Attempts claimed outbound deliveries: the rate limit first (over it, a delivery waits for the
+     * next minute without using an attempt), then every POST at once (at most SEND_CONCURRENCY in
+     * flight, over keep-alive connections), then all attempts recorded in one statement.
+     */
+    const attemptWebhooks = (claimed: ReadonlyArray<DeliveryRow>, answer = false): Effect.Effect<ReadonlyArray<DeliveryRow>> =>
       Effect.gen(function*() {
+        if (claimed.length === 0) return []
         const now = yield* Clock.currentTimeMillis
-        const [chat] = yield* sql<ChatWebhookRow>`
-          select ${sql.literal(chatColumns)} from chat_webhooks where id = ${delivery.chat_webhook_id}`
-        if (chat === undefined || chat.status !== "active") {
-          const [row] = yield* sql<DeliveryRow>`
-            update webhook_deliveries set status = 'failed', next_attempt_at = null, claimed_until = null,
-              last_error = ${chat === undefined ? "chat webhook deleted" : "chat webhook invalid"}
-            where id = ${delivery.id} returning ${sql.literal(deliveryColumns)}`
-          return row!
-        }
+        const ids = [...new Set(claimed.map((d) => d.webhook_id!))]
+        const hooks = new Map(
+          (yield* sql<WebhookRow>`
+            select ${sql.literal(webhookColumns)} from webhooks where id = any(${ids}::uuid[]) and deleted_at is null`)
+            .map((h) => [h.id, h])
+        )
         const windowStart = Math.floor(now / RATE_WINDOW_MS) * RATE_WINDOW_MS
-        const count = yield* takeRate(chat.id, new Date(windowStart), CHAT_RATE_LIMIT_PER_MINUTE)
-        if (count === undefined) {
-          const [row] = yield* sql<DeliveryRow>`
-            update webhook_deliveries set next_attempt_at = ${new Date(windowStart + RATE_WINDOW_MS)}, claimed_until = null
-            where id = ${delivery.id} returning ${sql.literal(deliveryColumns)}`
-          return row!
+        const wanted = new Map<string, number>()
+        for (const d of claimed) if (hooks.has(d.webhook_id!)) wanted.set(d.webhook_id!, (wanted.get(d.webhook_id!) ?? 0) + 1)
+        const rates = wanted.size === 0 ? new Map() : yield* takeRates(new Date(windowStart), wanted, RATE_LIMIT_PER_MINUTE)
+        const used = new Map<string, number>()
+        const toSend: Array<{ delivery: DeliveryRow; hook: WebhookRow; count: number }> = []
+        const waiting: Array<string> = []
+        const orphaned: Array<string> = []
+        for (const d of claimed) {
+          const hook = hooks.get(d.webhook_id!)
+          if (hook === undefined) {
+            orphaned.push(d.id)
+            continue
+          }
+          const rate = rates.get(hook.id)
+          const i = used.get(hook.id) ?? 0
+          if (rate === undefined || i >= rate.granted) {
+            waiting.push(d.id)
+            continue
+          }
+          used.set(hook.id, i + 1)
+          toSend.push({ delivery: d, hook, count: rate.before + i + 1 })
         }
-        const headers: Record<string, string> = { "Content-Type": "application/json", "User-Agent": "jobmon-alerts/1" }
-        const result = yield* Effect.promise(() => send(chat.url, delivery.body, headers, { allowPrivateTargets }))
-        const n = delivery.attempts + 1
-        const outcome = result.outcome
-        const statusCode = outcome._tag === "Answered" ? outcome.status : null
-        const error = outcome._tag === "Answered" ? (isSuccess(outcome) ? null : `HTTP ${outcome.status}`) : outcome.error
-        let status: "pending" | "succeeded" | "failed" = "failed"
-        let next: Date | null = null
-        if (isSuccess(outcome)) status = "succeeded"
-        else if (statusCode === 404 || statusCode === 401) yield* markInvalid(chat.id, invalidReason(statusCode), now)
-        else if (statusCode === 429 || isRetryable(outcome)) {
-          const delay = chatDelayAfterAttempt(n)
-          if (delay !== undefined) {
-            status = "pending"
-            next = new Date(now + Math.max(delay, (result.retryAfterSeconds ?? 0) * 1000))
+        const settled: Array<DeliveryRow> = []
+        if (waiting.length > 0) {
+          // Over the limit: wait for the next minute (nothing is dropped).
+          settled.push(
+            ...yield* sql<DeliveryRow>`
+              update webhook_deliveries set next_attempt_at = ${new Date(windowStart + RATE_WINDOW_MS)}, claimed_until = null
+              where id = any(${waiting}::uuid[]) returning ${sql.literal(deliveryColumns)}`
+          )
+        }
+        if (orphaned.length > 0) {
+          settled.push(
+            ...yield* sql<DeliveryRow>`
+              update webhook_deliveries set status = 'failed', last_error = 'webhook deleted', next_attempt_at = null, claimed_until = null
+              where id = any(${orphaned}::uuid[]) returning ${sql.literal(deliveryColumns)}`
+          )
+        }
+        const attemptOne = async ({ count, delivery, hook }: (typeof toSend)[number]): Promise<Attempted> => {
+          const headers: Record<string, string> = {
+            "Content-Type": "application/json",
+            "User-Agent": "jobmon-webhooks/1",
+            "X-Service-Event": delivery.event_type,
+            "X-Service-Delivery": delivery.id,
+            "X-Service-Signature": sign(hook.secret, delivery.body),
+            "X-RateLimit-Limit": String(RATE_LIMIT_PER_MINUTE),
+            "X-RateLimit-Remaining": String(RATE_LIMIT_PER_MINUTE - count),
+            "X-RateLimit-Reset": String(Math.floor((windowStart + RATE_WINDOW_MS) / 1000))
+          }
+          const result = await send(hook.url, delivery.body, headers, { allowPrivateTargets })
+          const n = delivery.attempts + 1
+          const delay = isRetryable(result.outcome) ? delayAfterAttempt(n) : undefined
+          const status = isSuccess(result.outcome) ? "succeeded" : delay !== undefined ? "pending" : "failed"
+          return {
+            id: delivery.id,
+            attempt: n,
+            at: now,
+            headers,
+            ...resultOf(result.outcome),
+            responseTimeMs: result.responseTimeMs,
+            status,
+            next: status === "pending" ? new Date(now + delay!) : null
           }
         }
-        return yield* finishAttempt(delivery, now, n, headers, { statusCode, responseTimeMs: result.responseTimeMs, error }, status, next)
-      })
-
-    /** One attempt of a claimed delivery; answers its row after. */
-    const attempt = (delivery: DeliveryRow): Effect.Effect<DeliveryRow> =>
-      delivery.chat_webhook_id !== null ? Effect.orDie(attemptChat(delivery)) : attemptWebhook(delivery)
-
-    const attemptWebhook = (delivery: DeliveryRow) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const [hook] = yield* sql<WebhookRow>`
-          select ${sql.literal(webhookColumns)} from webhooks where id = ${delivery.webhook_id}`
-        if (hook === undefined) return delivery
-        const windowStart = Math.floor(now / RATE_WINDOW_MS) * RATE_WINDOW_MS
-        const count = yield* takeRate(hook.id, new Date(windowStart))
-        if (count === undefined) {
-          // Over the limit: wait for the next minute (nothing is dropped).
-          const [row] = yield* sql<DeliveryRow>`
-            update webhook_deliveries set next_attempt_at = ${new Date(windowStart + RATE_WINDOW_MS)}, claimed_until = null
-            where id = ${delivery.id} returning ${sql.literal(deliveryColumns)}`
-          return row!
-        }
-        const headers: Record<string, string> = {
-          "Content-Type": "application/json",
-          "User-Agent": "jobmon-webhooks/1",
-          "X-Service-Event": delivery.event_type,
-          "X-Service-Delivery": delivery.id,
-          "X-Service-Signature": sign(hook.secret, delivery.body),
-          "X-RateLimit-Limit": String(RATE_LIMIT_PER_MINUTE),
-          "X-RateLimit-Remaining": String(RATE_LIMIT_PER_MINUTE - count),
-          "X-RateLimit-Reset": String(Math.floor((windowStart + RATE_WINDOW_MS) / 1000))
-        }
-        const result = yield* Effect.promise(() => send(hook.url, delivery.body, headers, { allowPrivateTargets }))
-        const n = delivery.attempts + 1
-        const outcome = result.outcome
-        const statusCode = outcome._tag === "Answered" ? outcome.status : null
-        const error = outcome._tag === "Answered"
-          ? (isSuccess(outcome) ? null : `HTTP ${outcome.status}`)
-          : outcome.error
-        const delay = isRetryable(outcome) ? delayAfterAttempt(n) : undefined
-        const status = isSuccess(outcome) ? "succeeded" : delay !== undefined ? "pending" : "failed"
-        const next = status === "pending" ? new Date(now + delay!) : null
-        return yield* finishAttempt(delivery, now, n, headers, { statusCode, responseTimeMs: result.responseTimeMs, error }, status, next)
+        // one promise pool, not a fiber per POST: at a thousand a second the difference shows
+        const attempts = yield* Effect.promise(() => inPool(toSend, SEND_CONCURRENCY, attemptOne))
+        settled.push(...yield* recordAttempts(attempts, answer))
+        return settled
       }).pipe(Effect.orDie)
 
-    /** Claims due deliveries (SKIP LOCKED: concurrent workers never share one) and attempts them. */
-    const claimAndSend = Effect.gen(function*() {
+    /** Claims due outbound deliveries (SKIP LOCKED and a lease: concurrent workers never share one) and attempts them. */
+    const claimAndSendWebhooks = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const claimed = yield* sql<DeliveryRow>`
         update webhook_deliveries set claimed_until = ${new Date(now + LEASE_MS)}
         where id in (
           select id from webhook_deliveries
-          where status = 'pending' and next_attempt_at <= ${new Date(now)}
+          where status = 'pending' and webhook_id is not null and next_attempt_at <= ${new Date(now)}
             and (claimed_until is null or claimed_until <= ${new Date(now)})
-          order by next_attempt_at, id
+          order by next_attempt_at, event_seq, id
           limit ${CLAIM_BATCH}
           for update skip locked)
         returning ${sql.literal(deliveryColumns)}`.pipe(Effect.orDie)
-      yield* Effect.forEach(claimed, attempt, { concurrency: SEND_CONCURRENCY, discard: true })
+      const ordered = [...claimed].sort((a, b) =>
+        a.next_attempt_at!.getTime() - b.next_attempt_at!.getTime() || Number(a.event_seq ?? 0) - Number(b.event_seq ?? 0)
+      )
+      yield* attemptWebhooks(ordered)
       return claimed.length
     })
 
+    // ---- chat: one worker per chat webhook at a time; what piled up goes out together ------------------
+
+    const markInvalid = (chatId: string, reason: string, now: number) =>
+      Effect.gen(function*() {
+        yield* sql`
+          update chat_webhooks set status = 'invalid', status_reason = ${reason}, updated_at = ${new Date(now)}
+          where id = ${chatId}`
+        yield* sql`
+          update webhook_deliveries set status = 'failed', last_error = 'chat webhook invalid', next_attempt_at = null, claimed_until = null
+          where chat_webhook_id = ${chatId} and status = 'pending' and claimed_until is null`
+      })
+
+    const invalidReason = (status: number) =>
+      `The chat service answered ${status}: the webhook was deleted or its token is no longer valid. ` +
+      "Regenerate it in the chat service and update the url here."
+
+    /** Chat webhooks with due messages that no worker holds and that need not wait, leased to this worker. */
+    const claimChats = Effect.gen(function*() {
+      const now = new Date(yield* Clock.currentTimeMillis)
+      return yield* sql<ChatWebhookRow & { deleted: boolean }>`
+        update chat_webhooks set claimed_until = ${new Date(now.getTime() + LEASE_MS)}
+        where id in (
+          select c.id from chat_webhooks c
+          where c.id in (
+              select d.chat_webhook_id from webhook_deliveries d
+              where d.status = 'pending' and d.chat_webhook_id is not null and d.next_attempt_at <= ${now})
+            and (c.claimed_until is null or c.claimed_until <= ${now})
+            and (c.wait_until is null or c.wait_until <= ${now})
+          limit ${CHAT_CLAIM_BATCH}
+          for update skip locked)
+        returning ${sql.literal(chatColumns)}, deleted_at is not null as deleted`
+    })
+
+    /**
+     * Sends a claimed chat webhook's due messages, oldest first, packed into as few messages as
+     * Discord allows (10 embeds, 6,000 characters). A 429, a 5xx or a full minute makes the webhook
+     * wait (wait_until); what is not sent stays pending and goes with what arrives meanwhile.
+     */
+    const sendChat = (chat: ChatWebhookRow & { deleted: boolean }) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const due = yield* sql<DeliveryRow>`
+          select ${sql.literal(deliveryColumns)} from webhook_deliveries
+          where chat_webhook_id = ${chat.id} and status = 'pending' and next_attempt_at <= ${new Date(now)}
+          order by event_seq nulls last, created_at, id
+          limit ${CHAT_ROWS_PER_ROUND}`
+        if (chat.deleted || chat.status !== "active") {
+          yield* sql`
+            update webhook_deliveries set status = 'failed', next_attempt_at = null, claimed_until = null,
+              last_error = ${chat.deleted ? "chat webhook deleted" : "chat webhook invalid"}
+            where id = any(${due.map((d) => d.id)}::uuid[])`
+          yield* sql`update chat_webhooks set claimed_until = null where id = ${chat.id}`
+          return
+        }
+        const windowStart = Math.floor(now / RATE_WINDOW_MS) * RATE_WINDOW_MS
+        const headers: Record<string, string> = { "Content-Type": "application/json", "User-Agent": "jobmon-alerts/1" }
+        let waitUntil: number | null = null
+        for (const group of packMessages(due, (d) => JSON.parse(d.body) as ChatMessageBody)) {
+          const count = yield* takeRate(chat.id, new Date(windowStart), CHAT_RATE_LIMIT_PER_MINUTE)
+          if (count === undefined) {
+            waitUntil = windowStart + RATE_WINDOW_MS
+            break
+          }
+          const message = mergeMessages(group.map((d) => JSON.parse(d.body) as ChatMessageBody))
+          const result = yield* Effect.promise(() =>
+            send(postUrlOf(chat.url, message), JSON.stringify(message), headers, { allowPrivateTargets })
+          )
+          const outcome = result.outcome
+          const { error, statusCode } = resultOf(outcome)
+          let retry = false
+          if (!isSuccess(outcome) && (statusCode === 429 || isRetryable(outcome))) {
+            // the oldest message in the group sets the backoff; Retry-After, when longer, wins
+            const n = Math.max(...group.map((d) => d.attempts)) + 1
+            const delay = chatDelayAfterAttempt(n) ?? chatDelayAfterAttempt(CHAT_MAX_ATTEMPTS - 1)!
+            waitUntil = now + Math.max(delay, (result.retryAfterSeconds ?? 0) * 1000)
+            retry = true
+          }
+          yield* recordAttempts(group.map((d): Attempted => {
+            const pending = retry && d.attempts + 1 < CHAT_MAX_ATTEMPTS
+            return {
+              id: d.id,
+              attempt: d.attempts + 1,
+              at: now,
+              headers,
+              statusCode,
+              responseTimeMs: result.responseTimeMs,
+              error,
+              status: isSuccess(outcome) ? "succeeded" : pending ? "pending" : "failed",
+              next: pending ? new Date(waitUntil!) : null
+            }
+          }))
+          if (statusCode === 404 || statusCode === 401) {
+            yield* markInvalid(chat.id, invalidReason(statusCode), now)
+            break
+          }
+          if (retry) break
+        }
+        yield* sql`
+          update chat_webhooks set claimed_until = null, wait_until = ${waitUntil === null ? null : new Date(waitUntil)}
+          where id = ${chat.id}`
+      }).pipe(Effect.orDie)
+
+    const claimAndSendChats = Effect.gen(function*() {
+      const chats = yield* Effect.orDie(claimChats)
+      yield* Effect.forEach(chats, sendChat, { concurrency: "unbounded", discard: true })
+      return chats.length
+    })
+
+    // ---- the worker -------------------------------------------------------------------------------
+
+    /** When the next pending delivery is due: its time, its lease's end, or its chat webhook's wait. */
     const nextDue = Effect.map(
       sql<{ at: Date | null }>`
-        select min(greatest(next_attempt_at, coalesce(claimed_until, next_attempt_at))) as at
-        from webhook_deliveries where status = 'pending'`.pipe(Effect.orDie),
+        select min(at) as at from (
+          select min(greatest(next_attempt_at, coalesce(claimed_until, next_attempt_at))) as at
+          from webhook_deliveries where status = 'pending' and webhook_id is not null
+          union all
+          select greatest(min(d.next_attempt_at), max(coalesce(c.wait_until, d.next_attempt_at)), max(coalesce(c.claimed_until, d.next_attempt_at)))
+          from webhook_deliveries d join chat_webhooks c on c.id = d.chat_webhook_id
+          where d.status = 'pending' and d.chat_webhook_id is not null
+          group by c.id
+        ) due`.pipe(Effect.orDie),
       (rows) => rows[0]?.at?.getTime()
     )
 
+    const drain = (step: Effect.Effect<number>, batch: number) =>
+      Effect.gen(function*() {
+        while ((yield* step) === batch) {
+          // more due
+        }
+      })
+
+    const sendDue = Effect.all([
+      drain(claimAndSendChats, CHAT_CLAIM_BATCH),
+      ...Array.from({ length: CLAIM_LANES }, () => drain(claimAndSendWebhooks, CLAIM_BATCH))
+    ], { concurrency: "unbounded", discard: true })
+
+    /**
+     * Fans out every new event and sends everything due; answers how long to sleep. Under a stream of
+     * events, each fan-out batch runs beside the sending of what the one before produced, so neither
+     * waits for the other.
+     */
+    /** Rate counters of past minutes are of no use: dropped once a minute. */
+    let purgedAt = Number.NEGATIVE_INFINITY
+    const purgeRates = (now: number) =>
+      now - purgedAt < RATE_WINDOW_MS ? Effect.void : Effect.gen(function*() {
+        purgedAt = now
+        yield* sql`delete from webhook_rate where window_start < ${new Date(now - 2 * RATE_WINDOW_MS)}`.pipe(Effect.orDie)
+      })
+
     const pass = Effect.gen(function*() {
-      while ((yield* fanOutBatch) === FANOUT_BATCH) {
-        // more events waiting
+      for (;;) {
+        const [events] = yield* Effect.all([fanOutBatch, sendDue], { concurrency: "unbounded" })
+        if (events < FANOUT_BATCH) break
       }
-      while ((yield* claimAndSend) === CLAIM_BATCH) {
-        // more deliveries due
-      }
+      yield* sendDue
       const now = yield* Clock.currentTimeMillis
+      yield* purgeRates(now)
       const due = yield* nextDue
-      return due === undefined ? POLL_MS : Math.min(POLL_MS, Math.max(1, due - now))
+      return due === undefined ? SAFETY_POLL_MS : Math.min(SAFETY_POLL_MS, Math.max(1, due - now))
     })
 
     const wake = yield* Queue.unbounded<Deferred.Deferred<void> | undefined>()
+
+    // Woken by PostgreSQL (a trigger notifies on every write of events or deliveries, from any
+    // instance); the Clock-timed sleep only waits for retries, rate windows, and as a safety poll.
+    yield* pg.listen(WAKE_CHANNEL).pipe(
+      Stream.runForEach(() => Queue.offer(wake, undefined)),
+      Effect.catchAllCause((cause) => Effect.logWarning("delivery LISTEN lost; polling until it is back", cause)),
+      Effect.zipRight(Effect.sleep(LISTEN_RETRY)),
+      Effect.forever,
+      Effect.forkScoped
+    )
 
     const worker = Effect.gen(function*() {
       yield* syncPingEvents.pipe(Effect.catchAllCause((cause) => Effect.logError("could not sync ping events", cause)))
       for (;;) {
         const waiting = yield* Queue.takeAll(wake)
         const wait = yield* pass.pipe(
-          Effect.catchAllCause((cause) => Effect.as(Effect.logError("webhook delivery pass failed", cause), POLL_MS))
+          Effect.catchAllCause((cause) => Effect.as(Effect.logError("webhook delivery pass failed", cause), ERROR_RETRY_MS))
         )
         for (const d of waiting) if (d !== undefined) yield* Deferred.succeed(d, undefined)
         const more = yield* Queue.size(wake)
@@ -597,7 +848,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         insert into webhook_deliveries (webhook_id, event_id, event_type, body, created_at, next_attempt_at, claimed_until)
         values (${hook.id}, ${eventId}, 'webhook.test', ${body}, ${new Date(now)}, ${new Date(now)}, ${new Date(now + LEASE_MS)})
         returning ${sql.literal(deliveryColumns)}`.pipe(Effect.orDie)
-      return toDelivery(yield* attempt(row!))
+      return toDelivery((yield* attemptWebhooks([row!], true))[0]!)
     })
 
     // ---- chat webhooks (decisions §9) ----------------------------------------------------------------

@@ -1,4 +1,5 @@
 import { describe, expect, it, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
 import { Effect, TestClock } from "effect"
 import { COLORS, errorOutputBlock, FIELD_VALUE_LIMIT, formatDuration } from "../../src/Delivery/ChatMessage.js"
 import { Webhooks } from "../../src/Delivery/Webhooks.js"
@@ -8,6 +9,14 @@ import { defaultOrg, raise } from "../Incidents/support.js"
 import { receiver } from "./receiver.js"
 
 const flush = Effect.flatMap(Webhooks, (w) => w.flush)
+
+const chatDeliveries = (chatWebhookId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ id: string; status: string; attempts: number; last_status_code: number | null }>`
+      select id, status, attempts, last_status_code from webhook_deliveries
+      where chat_webhook_id = ${chatWebhookId} order by event_seq`
+  }).pipe(Effect.orDie)
 const PUBLIC_URL = "https://jobmon.example"
 
 const createChat = (body: Record<string, unknown>) =>
@@ -67,12 +76,16 @@ layer(TestServer({ allowPrivateTargets: true, publicUrl: PUBLIC_URL }), { timeou
     Effect.scoped(Effect.gen(function*() {
       const chat = yield* receiver([204])
       const monitor = yield* createMonitor({ name: "db backup" })
-      yield* createChat({ url: chat.url, name: "ops", mention: "<@&123>" })
+      yield* createChat({ url: `${chat.url}?thread_id=42`, name: "ops", mention: "<@&123>" })
       const { incident } = yield* raise(monitor.id, {
         details: { exitCode: 2, durationMs: 5230, output: "y".repeat(3000) + "disk full", expectedDurationMs: 4100 }
       })
       yield* flush
       expect(chat.received).toHaveLength(1)
+      // the thread stays; Discord shows a non-application webhook's buttons only when asked to
+      const query = new URL(chat.received[0]!.url, "http://x").searchParams
+      expect(query.get("thread_id")).toBe("42")
+      expect(query.get("with_components")).toBe("true")
       const message = chat.received[0]!.body
       expect(message.content).toBe("<@&123>")
       expect(message.embeds).toHaveLength(1)
@@ -152,28 +165,126 @@ layer(TestServer({ allowPrivateTargets: true, publicUrl: PUBLIC_URL }), { timeou
 
   it.effect("429 with Retry-After: the message waits that long, then goes", () =>
     Effect.scoped(Effect.gen(function*() {
-      const chat = yield* receiver([429, 200])
-      chat.server.removeAllListeners("request")
-      let n = 0
-      chat.server.on("request", (req, res) => {
-        req.resume()
-        req.on("end", () => {
-          n++
-          if (n === 1) res.writeHead(429, { "retry-after": "3" }).end()
-          else res.writeHead(204).end()
-        })
-      })
+      const chat = yield* receiver([{ status: 429, headers: { "retry-after": "3" } }, 204])
       const monitor = yield* createMonitor()
-      yield* createChat({ url: chat.url, name: "limited" })
+      const hook = yield* createChat({ url: chat.url, name: "limited" })
       yield* raise(monitor.id)
       yield* flush
-      expect(n).toBe(1)
+      expect(chat.received).toHaveLength(1)
       yield* TestClock.adjust("2999 millis")
       yield* flush
-      expect(n).toBe(1)
+      expect(chat.received).toHaveLength(1)
       yield* TestClock.adjust("1 millis")
       yield* flush
-      expect(n).toBe(2)
+      expect(chat.received).toHaveLength(2)
+      expect(chat.received[1]!.raw.equals(chat.received[0]!.raw)).toBe(true)
+      const [d] = yield* chatDeliveries(hook.id)
+      expect(d).toMatchObject({ status: "succeeded", attempts: 2, last_status_code: 204 })
+    })))
+
+  it.effect("429 then 5xx: waits Retry-After, then the 1, 2, 4 s backoff (each at least Retry-After)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const chat = yield* receiver([{ status: 429, headers: { "retry-after": "1" } }, 500, 503, 200])
+      const monitor = yield* createMonitor()
+      const hook = yield* createChat({ url: chat.url, name: "backoff" })
+      yield* raise(monitor.id)
+      yield* flush
+      for (const [gap, expected] of [[999, 1], [1, 2], [1999, 2], [1, 3], [3999, 3], [1, 4]] as const) {
+        yield* TestClock.adjust(`${gap} millis`)
+        yield* flush
+        expect(chat.received.length, `after +${gap} ms`).toBe(expected)
+      }
+      const [d] = yield* chatDeliveries(hook.id)
+      expect(d).toMatchObject({ status: "succeeded", attempts: 4 })
+    })))
+
+  it.effect("a burst while the webhook waits goes out as messages of at most 10 embeds, in order, each incident once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const chat = yield* receiver([{ status: 429, headers: { "retry-after": "2" } }, 204])
+      const monitors = yield* Effect.forEach(Array.from({ length: 26 }, (_, i) => i), (i) => createMonitor({ name: `burst-${i}` }))
+      const hook = yield* createChat({ url: `${chat.url}?thread_id=7`, name: "burst", mention: "<@&9>" })
+      yield* raise(monitors[0]!.id)
+      yield* flush
+      expect(chat.received).toHaveLength(1)
+      // 25 more incidents while it waits: nothing goes out
+      for (const m of monitors.slice(1)) yield* raise(m.id)
+      yield* flush
+      expect(chat.received).toHaveLength(1)
+      yield* TestClock.adjust("2 seconds")
+      yield* flush
+      const messages = chat.received.slice(1).map((r) => r.body)
+      expect(messages.map((m) => m.embeds.length)).toEqual([10, 10, 6])
+      const titles = messages.flatMap((m) => m.embeds.map((e: any) => e.title))
+      expect(titles).toEqual(monitors.map((m) => `FAIL: ${m.name}`))
+      for (const [i, r] of chat.received.slice(1).entries()) {
+        const m = messages[i]
+        expect(m.content).toBe("<@&9>")
+        // every embed keeps the spec's shape, and its title links to its incident
+        for (const e of m.embeds) {
+          expect(e.fields.map((f: any) => f.name)).toEqual(["Monitor", "Status", "Severity", "Exit Code", "Duration", "Expected", "Error Output"])
+          expect(e.url).toMatch(new RegExp(`^${PUBLIC_URL}/incidents/`))
+        }
+        const buttons = m.components.flatMap((row: any) => row.components)
+        expect(m.components.length).toBeLessThanOrEqual(5)
+        expect(buttons).toHaveLength(2 * m.embeds.length)
+        expect(buttons[0].label).toBe("View incident 1")
+        expect(buttons[0].url).toBe(m.embeds[0].url)
+        const query = new URL(r.url, "http://x").searchParams
+        expect([query.get("thread_id"), query.get("with_components")]).toEqual(["7", "true"])
+      }
+      const rows = yield* chatDeliveries(hook.id)
+      expect(rows).toHaveLength(26)
+      expect(rows.every((d) => d.status === "succeeded")).toBe(true)
+      yield* TestClock.adjust("10 minutes")
+      yield* flush
+      expect(chat.received).toHaveLength(4)
+    })))
+
+  it.effect("a burst of long embeds keeps every message within 6,000 characters", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const chat = yield* receiver([{ status: 429, headers: { "retry-after": "1" } }, 204])
+      const monitors = yield* Effect.forEach(
+        Array.from({ length: 12 }, (_, i) => i),
+        (i) => createMonitor({ name: `long-${String(i).padStart(2, "0")}-${"n".repeat(190)}` })
+      )
+      yield* createChat({ url: chat.url, name: "long" })
+      const details = { exitCode: 1, durationMs: 1000, output: "o".repeat(5000), expectedDurationMs: 900 }
+      yield* raise(monitors[0]!.id, { details })
+      yield* flush
+      for (const m of monitors.slice(1)) yield* raise(m.id, { details })
+      yield* TestClock.adjust("1 second")
+      yield* flush
+      const messages = chat.received.slice(1).map((r) => r.body)
+      for (const m of messages) {
+        const characters = m.embeds.reduce((n: number, e: any) =>
+          n + e.title.length + e.footer.text.length + e.fields.reduce((k: number, f: any) => k + f.name.length + f.value.length, 0), 0)
+        expect(characters).toBeLessThanOrEqual(6000)
+        expect(m.embeds.length).toBeLessThanOrEqual(10)
+      }
+      // about 1,500 characters an embed: three a message, not ten
+      expect(messages.length).toBeGreaterThan(2)
+      expect(messages.flatMap((m) => m.embeds.map((e: any) => e.title))).toEqual(monitors.map((m) => `FAIL: ${m.name}`))
+    })))
+
+  it.effect("over 30 messages a minute: the rest wait for the next minute and go out together", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const chat = yield* receiver([204])
+      const monitors = yield* Effect.forEach(Array.from({ length: 35 }, (_, i) => i), (i) => createMonitor({ name: `rate-${i}` }))
+      yield* createChat({ url: chat.url, name: "rate" })
+      const now = yield* TestClock.currentTimeMillis
+      yield* TestClock.adjust(`${60_000 - (now % 60_000)} millis`)
+      for (const m of monitors.slice(0, 30)) {
+        yield* raise(m.id)
+        yield* flush
+      }
+      expect(chat.received).toHaveLength(30)
+      for (const m of monitors.slice(30)) yield* raise(m.id)
+      yield* flush
+      expect(chat.received).toHaveLength(30)
+      yield* TestClock.adjust("60 seconds")
+      yield* flush
+      expect(chat.received).toHaveLength(31)
+      expect(chat.received[30]!.body.embeds.map((e: any) => e.title)).toEqual(monitors.slice(30).map((m) => `FAIL: ${m.name}`))
     })))
 
   it.effect("test message: 200 {sent, status}; a 401 makes it invalid and answers 502 naming it", () =>

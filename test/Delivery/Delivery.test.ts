@@ -26,7 +26,7 @@ const attemptsOf = (deliveryId: string) =>
   }).pipe(Effect.orDie)
 
 const deliveriesOf = (webhookId: string) =>
-  Effect.map(call("GET", `/api/webhooks/${webhookId}/deliveries`), (r) => {
+  Effect.map(call("GET", `/api/webhooks/${webhookId}/deliveries?limit=500`), (r) => {
     expect(r.status).toBe(200)
     return r.body.deliveries as Array<any>
   })
@@ -196,7 +196,7 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       expect((yield* deliveriesOf(hook.id))[0].id).toBe(r.body.id)
     })))
 
-  it.effect("over 100 deliveries a minute per webhook: the rest wait for the next minute, none dropped", () =>
+  it.effect("150 events in a minute: 100 sent with the X-RateLimit headers counting down, 50 in the next minute", () =>
     Effect.scoped(Effect.gen(function*() {
       const target = yield* receiver([200])
       const monitor = yield* createMonitor()
@@ -206,24 +206,71 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       const now = yield* TestClock.currentTimeMillis
       // at the start of a minute, so the whole burst falls in one window
       yield* TestClock.adjust(`${60_000 - (now % 60_000)} millis`)
+      const minute = yield* TestClock.currentTimeMillis
       yield* events.recordMany(
-        Array.from({ length: 105 }, (_, i) => ({
+        Array.from({ length: 150 }, (_, i) => ({
           orgId,
           type: "monitor.updated" as const,
           data: { n: i },
           monitorIds: [monitor.id],
-          at: now
+          at: minute
         }))
       )
       yield* flush
+      const remaining = (rs: ReadonlyArray<{ headers: Record<string, any> }>) =>
+        rs.map((r) => Number(r.headers["x-ratelimit-remaining"])).sort((x, y) => x - y)
       expect(target.received).toHaveLength(100)
-      expect(target.received.map((r) => Number(r.headers["x-ratelimit-remaining"])).sort((x, y) => x - y)[0]).toBe(0)
+      expect(remaining(target.received)).toEqual(Array.from({ length: 100 }, (_, i) => i))
+      expect(new Set(target.received.map((r) => r.headers["x-ratelimit-reset"]))).toEqual(new Set([String((minute + 60_000) / 1000)]))
+      expect(new Set(target.received.map((r) => r.headers["x-ratelimit-limit"]))).toEqual(new Set(["100"]))
       const pending = (yield* deliveriesOf(hook.id)).filter((d) => d.status === "pending")
-      expect(pending).toHaveLength(5)
-      yield* TestClock.adjust("60 seconds")
+      expect(pending).toHaveLength(50)
+      // waiting for its turn does not use up an attempt
+      expect(pending.every((d) => d.attempts === 0 && Date.parse(d.nextAttemptAt) === minute + 60_000)).toBe(true)
+      yield* TestClock.adjust("59 seconds")
       yield* flush
-      expect(target.received).toHaveLength(105)
-      expect(new Set(target.received.map((r) => r.body.data.n)).size).toBe(105)
+      expect(target.received).toHaveLength(100)
+      yield* TestClock.adjust("1 second")
+      yield* flush
+      expect(target.received).toHaveLength(150)
+      const next = target.received.slice(100)
+      expect(remaining(next)).toEqual(Array.from({ length: 50 }, (_, i) => 50 + i))
+      expect(new Set(next.map((r) => r.headers["x-ratelimit-reset"]))).toEqual(new Set([String((minute + 120_000) / 1000)]))
+      expect(new Set(target.received.map((r) => r.body.data.n)).size).toBe(150)
+    })))
+
+  it.effect("no answer within 5 s: the attempt times out and is retried 1 s later", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver(["hang", 200])
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["incident.opened"] })
+      yield* raise(monitor.id)
+      yield* flush
+      let [d] = yield* deliveriesOf(hook.id)
+      expect(d).toMatchObject({ status: "pending", attempts: 1, lastStatusCode: null })
+      expect(d.lastError).toMatch(/^timeout/)
+      expect(Date.parse(d.nextAttemptAt) - (yield* TestClock.currentTimeMillis)).toBe(1000)
+      yield* TestClock.adjust("1 second")
+      yield* flush
+      ;[d] = yield* deliveriesOf(hook.id)
+      expect(d).toMatchObject({ status: "succeeded", attempts: 2, lastStatusCode: 200 })
+      expect(target.received).toHaveLength(2)
+    })))
+
+  it.effect("no flush, no clock: a notification wakes the worker and the alert leaves at once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const monitor = yield* createMonitor()
+      yield* createWebhook({ url: target.url, events: ["incident.opened"] })
+      yield* flush
+      // The TestClock does not move: only LISTEN/NOTIFY can start the worker's pass.
+      const { incident } = yield* raise(monitor.id)
+      const deadline = Date.now() + 30_000
+      while (target.received.length === 0 && Date.now() < deadline) {
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+      }
+      expect(target.received).toHaveLength(1)
+      expect(target.received[0]!.body.data.incident.id).toBe(incident.id)
     })))
 
   it.effect("subscribing to ping.received turns ping events on; pings then reach the webhook", () =>
@@ -273,4 +320,42 @@ it.effect("after a restart, a pending delivery resumes when its retry is due", (
     expect(target.received).toHaveLength(2)
     expect(after[0]).toMatchObject({ status: "succeeded", attempts: 2, retryCount: 1 })
     expect(target.received[1]!.headers["x-service-delivery"]).toBe(after[0].id)
+  }).pipe(Effect.scoped), 120_000)
+
+it.effect("two service instances on one database: every delivery and every chat message is sent exactly once", () =>
+  Effect.gen(function*() {
+    const db = yield* makeTestDatabase()
+    const token = newAdminToken()
+    const hooks = yield* receiver([200])
+    const chat = yield* receiver([{ status: 429, headers: { "retry-after": "1" } }, 204])
+    const start = Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+      return yield* Layer.buildWithScope(AppOn(db.url, token, { allowPrivateTargets: true }), scope)
+    })
+    const a = yield* start
+    const b = yield* start
+    const onA = <X, E>(effect: Effect.Effect<X, E, any>) => Effect.provide(effect, a) as Effect.Effect<X, E>
+    const flushBoth = Effect.all([onA(flush), Effect.provide(flush, b)], { concurrency: "unbounded", discard: true })
+    const monitors = yield* onA(Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) => createMonitor({ name: `twice-${i}` })))
+    for (let i = 0; i < 3; i++) yield* onA(createWebhook({ url: `${hooks.url}/${i}`, events: ["monitor.updated", "incident.opened"] }))
+    expect((yield* onA(call("POST", "/api/alerts/chat/webhooks", { body: { url: chat.url, name: "twice" } }))).status).toBe(201)
+    const { orgId } = yield* onA(defaultOrg)
+    const now = yield* TestClock.currentTimeMillis
+    yield* onA(Effect.flatMap(Events, (events) =>
+      events.recordMany(Array.from({ length: 60 }, (_, i) => ({ orgId, type: "monitor.updated" as const, data: { n: i }, monitorIds: [], at: now })))
+    ))
+    yield* onA(raise(monitors[0]!.id))
+    yield* flushBoth
+    // the chat webhook now waits a second; the other incidents pile up meanwhile
+    for (const m of monitors.slice(1)) yield* onA(raise(m.id))
+    yield* flushBoth
+    yield* TestClock.adjust("1 second")
+    yield* flushBoth
+    yield* flushBoth
+    // 3 webhooks × (60 + 12 incidents)
+    expect(hooks.received).toHaveLength(3 * 72)
+    expect(new Set(hooks.received.map((r) => r.headers["x-service-delivery"])).size).toBe(3 * 72)
+    const titles = chat.received.slice(1).flatMap((r) => r.body.embeds.map((e: any) => e.title))
+    expect(titles.sort()).toEqual(monitors.map((m) => `FAIL: ${m.name}`).sort())
   }).pipe(Effect.scoped), 120_000)

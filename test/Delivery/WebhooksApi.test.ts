@@ -1,6 +1,9 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { lookup } from "node:dns/promises"
+import { hostname } from "node:os"
+import { isBlockedAddress } from "../../src/Delivery/Ssrf.js"
 import { call, createOrganization, TestServer } from "../support/fixture.js"
 
 // A public address literal: no DNS needed, and no event here is ever delivered to it.
@@ -109,6 +112,20 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("outbound w
         const r = yield* call("POST", "/api/alerts/chat/webhooks", { body: { url, name: "ops" } })
         expect(r.status, url).toBe(400)
         expect(r.body.path).toBe("url")
+      }
+    }))
+
+  it.effect("SSRF: a host name that resolves to a loopback or private address is refused (400), by its DNS answer", () =>
+    Effect.gen(function*() {
+      // this machine's own name: not "localhost", so only its DNS answer can give it away
+      const name = hostname()
+      const addresses = yield* Effect.promise(() => lookup(name, { all: true }))
+      expect(addresses.some((a) => isBlockedAddress(a.address)), `${name} → ${JSON.stringify(addresses)}`).toBe(true)
+      for (const path of ["/api/webhooks", "/api/alerts/chat/webhooks"]) {
+        const r = yield* call("POST", path, { body: { url: `http://${name}:9000/hook`, events: ["incident.opened"], name: "own" } })
+        expect(r.status, path).toBe(400)
+        expect(r.body.path).toBe("url")
+        expect(r.body.message).toContain(`url host ${name} resolves to`)
       }
     }))
 

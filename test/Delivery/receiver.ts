@@ -4,17 +4,22 @@ import type { AddressInfo } from "node:net"
 
 export interface Received {
   readonly headers: http.IncomingHttpHeaders
+  /** The request's path and query, as sent. */
+  readonly url: string
   readonly raw: Buffer
   readonly body: any
   /** Real time of arrival (ms). */
   readonly at: number
 }
 
+/** An answer: a status, or a status with headers, or "hang" (never answer). */
+export type Answer = number | { readonly status: number; readonly headers: Record<string, string> } | "hang"
+
 /**
- * A real HTTP receiver on 127.0.0.1: answers each request with the next status of `statuses`
- * (the last one repeats) and keeps what it got.
+ * A real HTTP receiver on 127.0.0.1: answers each request with the next of `answers` (the last one
+ * repeats) and keeps what it got.
  */
-export const receiver = (statuses: ReadonlyArray<number> = [200]) =>
+export const receiver = (answers: ReadonlyArray<Answer> = [200]) =>
   Effect.acquireRelease(
     Effect.async<{ url: string; received: Array<Received>; server: http.Server }>((resume) => {
       const received: Array<Received> = []
@@ -29,9 +34,11 @@ export const receiver = (statuses: ReadonlyArray<number> = [200]) =>
           } catch {
             body = undefined
           }
-          const status = statuses[Math.min(received.length, statuses.length - 1)]!
-          received.push({ headers: req.headers, raw, body, at: Date.now() })
-          res.writeHead(status, { "content-type": "text/plain" })
+          const answer = answers[Math.min(received.length, answers.length - 1)]!
+          received.push({ headers: req.headers, url: req.url ?? "", raw, body, at: Date.now() })
+          if (answer === "hang") return
+          const { headers, status } = typeof answer === "number" ? { status: answer, headers: {} } : answer
+          res.writeHead(status, { "content-type": "text/plain", ...headers })
           res.end("ok")
         })
       })
