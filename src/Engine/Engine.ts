@@ -56,6 +56,11 @@ const WORKERS = 16
 export const MONITOR_FLUSH_MS = 200
 /** How often health scores of monitors with news are recomputed. */
 export const HEALTH_REFRESH = "30 seconds"
+/**
+ * How soon the health score follows an incident that opened or resolved: a monitor shown FAILING
+ * should not keep its score of 100 for the rest of a HEALTH_REFRESH period.
+ */
+export const HEALTH_SOON = "1 second"
 
 export interface EngineStats {
   processed: number
@@ -95,6 +100,13 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
     const wake = yield* Queue.sliding<void>(1)
     const stats: EngineStats = { processed: 0, restarts: 0, effects: 0 }
     const healthDirty = new Set<string>()
+    /** Monitors whose incidents changed: scored again after HEALTH_SOON, by a fiber that sleeps until then. */
+    const healthSoon = new Set<string>()
+    const healthWake = yield* Queue.sliding<void>(1)
+    const scoreSoon = (monitorId: string) => {
+      healthSoon.add(monitorId)
+      Queue.unsafeOffer(healthWake, undefined)
+    }
     const runtime = yield* Effect.runtime<never>()
     const ctx = { inMaintenance: (id: string, at: number) => maintenance.inMaintenance(id, at) }
 
@@ -202,9 +214,11 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
             at: effect.at,
             runId: effect.runId,
             details: effect.details
-          })
+          }).pipe(Effect.tap(() => scoreSoon(config.id)))
         case "ResolveIncidents":
-          return incidents.autoResolve({ monitorId: config.id, types: effect.types, at: effect.at, reason: effect.reason })
+          return incidents.autoResolve({ monitorId: config.id, types: effect.types, at: effect.at, reason: effect.reason }).pipe(
+            Effect.tap(() => scoreSoon(config.id))
+          )
         case "UpdateMonitor":
           return Effect.sync(() => {
             const pending = pendingFor(config.id)
@@ -229,6 +243,8 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         if (event._tag === "RunFinished") pending.lastRunStatus = event.run.status
       }
       actor.state = decision.state
+      // A user's acknowledge or resolve has committed before it reaches the actor.
+      if (event._tag === "IncidentChanged") scoreSoon(actor.id)
       if (event._tag !== "Tick" || decision.effects.some((e) => e._tag === "RaiseIncident" || e._tag === "ResolveIncidents")) {
         healthDirty.add(actor.id)
       }
@@ -360,10 +376,24 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
      * Health scores (src/Engine/Health.ts) are recomputed for the monitors that had news since the
      * last pass, in one query for all of them, every HEALTH_REFRESH: never on the ping path.
      */
-    const refreshHealth = Effect.gen(function*() {
-      if (healthDirty.size === 0) return
+    const refreshHealth = Effect.suspend(() => {
       const ids = [...healthDirty].slice(0, 5_000)
       for (const id of ids) healthDirty.delete(id)
+      return scoreMonitors(ids)
+    })
+
+    /** The monitors whose incidents changed, HEALTH_SOON after the first change of a burst. */
+    const refreshHealthSoon = Effect.gen(function*() {
+      yield* Queue.take(healthWake)
+      yield* Effect.sleep(HEALTH_SOON)
+      const ids = [...healthSoon].slice(0, 5_000)
+      for (const id of ids) healthSoon.delete(id)
+      if (healthSoon.size > 0) Queue.unsafeOffer(healthWake, undefined)
+      yield* scoreMonitors(ids)
+    })
+
+    const scoreMonitors = (ids: ReadonlyArray<string>) => Effect.gen(function*() {
+      if (ids.length === 0) return
       const now = yield* Clock.currentTimeMillis
       const from = new Date(now - HEALTH_WINDOW_MS)
       const counts = yield* sql<{
@@ -489,6 +519,12 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       refreshHealth.pipe(
         Effect.catchAllCause((cause) => Effect.logError("health score refresh failed", cause)),
         Effect.repeat(Schedule.spaced(HEALTH_REFRESH))
+      )
+    )
+    yield* Effect.forkScoped(
+      refreshHealthSoon.pipe(
+        Effect.catchAllCause((cause) => Effect.logError("health score refresh failed", cause)),
+        Effect.forever
       )
     )
     yield* Effect.forkScoped(scheduler)

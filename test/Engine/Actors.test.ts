@@ -75,6 +75,40 @@ layer(TestServer(), { timeout: 120_000 })("monitor actors on the TestClock", (it
       expect((yield* call("GET", `/api/monitors/${monitor.id}`)).body.healthScore).toBeGreaterThan(unhealthy)
     }))
 
+  it.effect("the health score follows an incident within about a second, not at the next 30 s pass", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor({ schedule: { type: "interval", expression: "10m" }, graceSeconds: 60 })
+      const healthOf = Effect.map(call("GET", `/api/monitors/${monitor.id}`), (r) => r.body.healthScore as number)
+      /** The score once the engine's health fiber has had its turn (it runs on the real database). */
+      const healthAfterASecond = (until: (score: number) => boolean) =>
+        Effect.gen(function*() {
+          yield* TestClock.adjust("1 second")
+          for (let i = 0; i < 200; i++) {
+            const score = yield* healthOf
+            if (until(score)) return score
+            yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+          }
+          return yield* healthOf
+        })
+      for (let i = 0; i < 3; i++) {
+        yield* TestClock.adjust("10 minutes")
+        yield* call("POST", `/api/ping/${monitor.id}/success`, { body: { durationMs: 1000 } })
+        yield* settle
+      }
+      expect(yield* healthOf).toBe(100)
+      yield* call("POST", `/api/ping/${monitor.id}/fail`, { body: { exitCode: 1, durationMs: 1000 } })
+      yield* settle
+      const [fail] = yield* incidentsOf(monitor.id)
+      expect(fail).toMatchObject({ type: "FAIL", status: "OPEN" })
+      // Within HEALTH_SOON of the incident, with no 30 s pass in between.
+      const failing = yield* healthAfterASecond((score) => score < 90)
+      expect(failing).toBeLessThan(90)
+      // A user resolving it scores the monitor again just as soon.
+      expect((yield* call("POST", `/api/incidents/${fail.id}/resolve`, { body: {} })).status).toBe(200)
+      yield* settle
+      expect(yield* healthAfterASecond((score) => score > failing)).toBeGreaterThan(failing)
+    }))
+
   it.effect("a run that outlives maxRuntimeSeconds is LATE once; it resolves when the run finishes", () =>
     Effect.gen(function*() {
       const monitor = yield* createMonitor({ schedule: { type: "interval", expression: "1h" }, maxRuntimeSeconds: 120 })
