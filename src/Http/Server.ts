@@ -8,10 +8,10 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Accounts } from "../Auth/Accounts.js"
+import { Accounts, SESSION_COOKIE } from "../Auth/Accounts.js"
 import { AuthHttpLive, UsersHttpLive } from "../Auth/AccountsHttp.js"
 import { AuthenticationLive, TokensHttpLive } from "../Auth/Http.js"
 import { Tokens } from "../Auth/Tokens.js"
@@ -29,6 +29,7 @@ import { Monitors } from "../Monitors/Monitors.js"
 import { Api } from "./Api.js"
 import { notFoundOrNotAllowed, routeTable, validationFromDecode } from "./Errors.js"
 import { HealthHttpLive } from "./Health.js"
+import { RateLimiter } from "./RateLimit.js"
 import { webRoutes } from "./Web.js"
 
 /** Where the server listens, once it does (port 0 picks a free one: tests). */
@@ -100,6 +101,37 @@ const finalHeaders = (response: HttpServerResponse.HttpServerResponse) => {
   return out
 }
 
+/**
+ * The API's own rate limit (decisions §11): per credential (Bearer token or session cookie), on
+ * every /api endpoint but the ping intake, which has its per-monitor limit. Requests without a
+ * credential are answered 401 by the endpoints that need one, and public ones (sign-in has its own
+ * limit per email) are not counted.
+ */
+const rateLimited = <R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>,
+  limiter: RateLimiter
+) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const authorization = request.headers["authorization"]
+    const credential = authorization !== undefined && authorization !== ""
+      ? `bearer ${authorization}`
+      : request.cookies[SESSION_COOKIE] !== undefined
+      ? `session ${request.cookies[SESSION_COOKIE]}`
+      : undefined
+    if (credential === undefined || !request.url.startsWith("/api/") || request.url.startsWith("/api/ping/")) return yield* app
+    const verdict = limiter.take(credential, yield* Clock.currentTimeMillis)
+    if (verdict.retryAfterSeconds > 0) {
+      const wait = verdict.retryAfterSeconds
+      return HttpServerResponse.unsafeJson({
+        _tag: "RateLimited",
+        message: `Too many requests with this credential: at most ${limiter.ratePerSecond} per second (bursts of ${limiter.burst}). Retry in ${wait} s.`,
+        retryAfterSeconds: wait
+      }, { status: 429, headers: { ...verdict.headers, "retry-after": String(wait) } })
+    }
+    return HttpServerResponse.setHeaders(yield* app, verdict.headers)
+  })
+
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive]),
   Layer.provide(AuthenticationLive)
@@ -118,7 +150,7 @@ export const HttpServerLive = Layer.scoped(
     const config = yield* AppConfig
     const fast = yield* FastRoutes
     const web = webRoutes()
-    const app = yield* HttpApiBuilder.httpApp
+    const app = rateLimited(yield* HttpApiBuilder.httpApp, new RateLimiter(config.apiRatePerSecond, config.apiBurst))
     // The tracer is off for requests: spans per request cost more than they tell here.
     const handler = yield* NodeHttpServer.makeHandler(Effect.map(app, finalHeaders)).pipe(
       HttpMiddleware.withTracerDisabledWhenEffect(() => true)

@@ -55,6 +55,8 @@ export interface TestContextShape {
 
 export class TestApp extends Context.Tag("test/TestApp")<TestApp, TestContextShape>() {}
 
+const noApiRateLimit = { apiRatePerSecond: 1_000_000, apiBurst: 1_000_000 }
+
 /**
  * The real service on a free port over its own fresh database, with the real HTTP client.
  * Provides the app's services too (SqlClient, Tokens, …) for set-up and for checking the database.
@@ -74,6 +76,9 @@ export const TestServer = (
         host: "127.0.0.1",
         port: 0,
         bootstrapToken: Option.some(Redacted.make(adminToken)),
+        // Tests make many calls with one token, often on the TestClock (no refill): the API's rate
+        // limit is out of the way unless a test sets it (test/Http/RateLimit.test.ts).
+        ...noApiRateLimit,
         ...overrides
       })
       const app = AppFromConfig(config, options)
@@ -104,6 +109,9 @@ export const AppOn = (databaseUrl: string, adminToken: string, overrides: Partia
         host: "127.0.0.1",
         port: 0,
         bootstrapToken: Option.some(Redacted.make(adminToken)),
+        // Tests make many calls with one token, often on the TestClock (no refill): the API's rate
+        // limit is out of the way unless a test sets it (test/Http/RateLimit.test.ts).
+        ...noApiRateLimit,
         ...overrides
       })
     )
