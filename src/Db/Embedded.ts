@@ -28,7 +28,8 @@ export const freePort: Effect.Effect<number> = Effect.async<number>((resume) => 
   })
 })
 
-const isAlive = (pid: number) => {
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+export const isAlive = (pid: number) => {
   try {
     process.kill(pid, 0)
     return true

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { freePort } from "../../src/Db/Embedded.js"
+import { freePort, isAlive } from "../../src/Db/Embedded.js"
 import { call, signIn, TestApp, TestServer } from "../support/fixture.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
@@ -82,15 +82,6 @@ layer(TestServer(), { excludeTestServices: true, timeout: 240_000 })("jobmon use
       expect(users.body.users.filter((u: any) => u.email.toLowerCase() === "dup@example.com")).toHaveLength(1)
     }), 240_000)
 })
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 const postmasterPid = (dataDir: string) =>
   Number.parseInt(fs.readFileSync(path.join(dataDir, "pg17", "postmaster.pid"), "utf8").split("\n")[0]!, 10)
