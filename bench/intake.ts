@@ -30,6 +30,8 @@ import {
 import {
   createMonitors,
   createPingToken,
+  createWebhook,
+  deleteWebhook,
   newBootstrapToken,
   ROOT,
   runDriver,
@@ -58,7 +60,9 @@ const settings = {
   monitors: Math.floor(positive("BENCH_MONITORS", 1000)),
   profile: env("BENCH_PROFILE", "auto") as "auto" | "always" | "never",
   writeDocs: env("BENCH_WRITE_DOCS", "1") !== "0",
-  strict: env("BENCH_STRICT", "0") === "1"
+  strict: env("BENCH_STRICT", "0") === "1",
+  /** Also measure the intake with an outbound webhook subscribed to ping.received (issue #6). */
+  webhook: env("BENCH_WEBHOOK", "1") !== "0"
 }
 if (settings.connections.length === 0) throw new Error("BENCH_CONNECTIONS must list connection counts, e.g. 64,256")
 if (!["auto", "always", "never"].includes(settings.profile)) throw new Error("BENCH_PROFILE must be auto, always or never")
@@ -139,7 +143,9 @@ const main = async (): Promise<number> => {
   onCleanup(async () => {
     if (!keepServiceLog) fs.rmSync(logDir, { recursive: true, force: true })
   })
-  let service: RunningServer = await startService({ databaseUrl: database.url, bootstrapToken: adminToken, logFile: serviceLog })
+  // The webhook phase posts ping.received deliveries to the bare server on 127.0.0.1.
+  const serviceEnv = settings.webhook ? { ALLOW_PRIVATE_TARGETS: "true" } : {}
+  let service: RunningServer = await startService({ databaseUrl: database.url, bootstrapToken: adminToken, logFile: serviceLog, env: serviceEnv })
   log(`bare node:http at ${bare.url}; service at ${service.url} is healthy`)
   const facts = await db.serverFacts()
   const pgDescription = `PostgreSQL ${facts.version}${facts.timescaledb === undefined ? "" : ` + TimescaleDB ${facts.timescaledb}`}`
@@ -239,6 +245,22 @@ const main = async (): Promise<number> => {
     pacing: "autocannon"
   })
   rows.push({ label: `intake: ${settings.rate}/s, autocannon overallRate`, target: "intake", ...burstRate })
+  // ping.received subscribed (issue #6): the same success phase without and then with a webhook
+  // selecting ping.received, back to back; every acknowledged ping must have its event.
+  let webhookResult: { without: number; with: number; connections: number; events: number; acked: number } | undefined
+  if (settings.webhook) {
+    const c = settings.connections[0]!
+    const without = await intakePhase("intake success, no webhook", "success", c, settings.seconds)
+    rows.push({ label: "intake: success pings, no webhook", target: "intake", ...without, ratio: without.result.rps / bareRps.get(c)! })
+    const hook = await createWebhook(service.url, adminToken, `${bare.url}/hook`, ["ping.received"])
+    const eventsBefore = await db.pingEventCount()
+    const withHook = await intakePhase("intake success, webhook on ping.received", "success", c, settings.seconds)
+    const events = (await db.pingEventCount()) - eventsBefore
+    await deleteWebhook(service.url, adminToken, hook)
+    rows.push({ label: "intake: success pings, webhook on ping.received", target: "intake", ...withHook, ratio: withHook.result.rps / bareRps.get(c)! })
+    webhookResult = { without: without.result.rps, with: withHook.result.rps, connections: c, events, acked: withHook.accounting.ackedSuccesses }
+    log(`ping.received subscribed: ${withHook.result.rps} against ${without.result.rps} pings/s without (${(withHook.result.rps / without.result.rps).toFixed(2)}); ${events} events for ${withHook.accounting.ackedSuccesses} acknowledged pings`)
+  }
   for (const c of settings.connections) {
     const i = await intakePhase("intake start+success pairs", "pairs", c, settings.seconds)
     rows.push({ label: "intake: start+success pairs", target: "intake", ...i, ratio: i.result.rps / bareRps.get(c)! })
@@ -271,6 +293,16 @@ const main = async (): Promise<number> => {
       pass: ratio >= RATIO_TARGET,
       detail: `${successRows.get(c)!.result.rps} / ${bareRps.get(c)} pings/s = ${ratio.toFixed(2)}`
     })
+  }
+  if (webhookResult !== undefined) {
+    checks.push({
+      name: "an event for every acknowledged ping while ping.received is subscribed",
+      pass: webhookResult.events >= webhookResult.acked,
+      detail: `${webhookResult.events} ping.received events for ${webhookResult.acked} acknowledged pings`
+    })
+    notes.push(
+      `With an outbound webhook subscribed to ping.received (one event row per ping, written by the run writer's statement, then fanned out by the delivery worker), the success phase at ${webhookResult.connections} connections ran at ${webhookResult.with.toLocaleString("en-US")} pings/s against ${webhookResult.without.toLocaleString("en-US")} without, just before: ${(webhookResult.with / webhookResult.without).toFixed(2)} of the rate; the CPU table shows what the events cost per ping.`
+    )
   }
   const even = evenRate.result
   const delivered = even.rps / settings.rate

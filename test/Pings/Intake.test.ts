@@ -231,6 +231,17 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.recei
       const byKind = Object.fromEntries(events.map((e: any) => [e.data.ping.kind, e]))
       expect(byKind.start.data.ping).toMatchObject({ monitorId: monitor.id, runId: start.body.runId, status: "RUNNING" })
       expect(byKind.fail.data.ping).toMatchObject({ runId: done.body.runId, status: "FAIL", exitCode: 4 })
+      // The whole payload (built by the writer's statement), dated at each ping's arrival.
+      const run = (yield* call("GET", `/api/monitors/${monitor.id}/runs`)).body.runs.find((r: any) => r.id === start.body.runId)
+      expect(byKind.start.data).toEqual({
+        ping: { monitorId: monitor.id, runId: start.body.runId, kind: "start", at: run.startedAt, status: "RUNNING", durationMs: null, exitCode: null }
+      })
+      expect(byKind.fail.data).toEqual({
+        ping: { monitorId: monitor.id, runId: done.body.runId, kind: "fail", at: run.finishedAt, status: "FAIL", durationMs: run.durationMs, exitCode: 4 }
+      })
+      expect(byKind.start.createdAt).toBe(run.startedAt)
+      expect(byKind.fail.createdAt).toBe(run.finishedAt)
+      expect(events.map((e: any) => e.data.ping.kind)).toEqual(["fail", "start"]) // newest first
       expect(JSON.stringify(events)).not.toContain("hunter2")
       yield* intake.setPingEvents(false)
     }))
