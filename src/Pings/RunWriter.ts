@@ -155,6 +155,15 @@ export class RunWriter {
     const batch = this.pending.length <= MAX_BATCH ? this.pending : this.pending.slice(0, MAX_BATCH)
     this.pending = this.pending.length <= MAX_BATCH ? [] : this.pending.slice(MAX_BATCH)
     this.flushing = true
+    this.writeBatch(batch, () => this.afterBatch())
+  }
+
+  /**
+   * Writes one batch and answers its callers. A batch that PostgreSQL refuses for its data (one
+   * ping's values out of range, say) is split in halves, written one after the other, so that one
+   * bad ping fails alone instead of taking every ping of its batch with it (arrival order kept).
+   */
+  private writeBatch(batch: ReadonlyArray<Pending>, then: () => void): void {
     // One row per run: a start and its success in the same batch collapse to the later state
     // (rows carry the run's whole state, so the last one is the truth).
     let rows: Array<RunRow> = batch.map((p) => p.row)
@@ -166,8 +175,19 @@ export class RunWriter {
       ? { name: "jobmon_runs_upsert_events", text: UPSERT_WITH_EVENTS, values: [...columnsOf(rows), ...eventColumnsOf(batch)] }
       : { name: "jobmon_runs_upsert", text: UPSERT, values: columnsOf(rows) }
     this.pool.query(query).then(
-      () => this.settle(batch, undefined, n),
-      (error: Error) => this.settle(batch, error, 0)
+      () => {
+        this.settle(batch, undefined, n)
+        then()
+      },
+      (error: Error & { code?: string }) => {
+        const dataError = typeof error.code === "string" && (error.code.startsWith("22") || error.code.startsWith("23"))
+        if (dataError && batch.length > 1) {
+          const half = batch.length >> 1
+          return this.writeBatch(batch.slice(0, half), () => this.writeBatch(batch.slice(half), then))
+        }
+        this.settle(batch, error, 0)
+        then()
+      }
     )
   }
 
@@ -184,6 +204,9 @@ export class RunWriter {
         // a caller's callback must not stop the writer
       }
     }
+  }
+
+  private afterBatch(): void {
     this.flushing = false
     if (this.pending.length > 0) this.flush()
     else {

@@ -246,3 +246,20 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.recei
       yield* intake.setPingEvents(false)
     }))
 })
+
+layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("the run writer", (it) => {
+  it.effect("a ping whose values the database refuses fails alone; the pings of its batch are stored", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor()
+      // A start inferred from this duration falls before 4713 BC: PostgreSQL refuses the timestamp.
+      const bad = { body: { durationMs: Number.MAX_SAFE_INTEGER } }
+      const answers = yield* Effect.all(
+        Array.from({ length: 40 }, (_, i) => sendPing(monitor.id, "success", i === 20 ? bad : { body: { durationMs: 1_000 + i } })),
+        { concurrency: "unbounded" }
+      )
+      expect(answers[20]!.status).toBe(503)
+      expect(answers.filter((a, i) => i !== 20 && a.status === 200)).toHaveLength(39)
+      const runs = yield* runsOf(monitor.id, "?limit=100")
+      expect(runs.map((r) => r.id).sort()).toEqual(answers.filter((a) => a.status === 200).map((a) => a.body.runId).sort())
+    }))
+})
