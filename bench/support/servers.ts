@@ -147,8 +147,14 @@ export const createMonitors = async (url: string, adminToken: string, count: num
 }
 
 /** An outbound webhook selecting `events`, made through the API; answers its id. */
-export const createWebhook = async (url: string, adminToken: string, target: string, events: ReadonlyArray<string>): Promise<string> => {
-  const r = await api(url, adminToken, "POST", "/api/webhooks", { url: target, events })
+export const createWebhook = async (
+  url: string,
+  adminToken: string,
+  target: string,
+  events: ReadonlyArray<string>,
+  monitorIds: ReadonlyArray<string> = []
+): Promise<string> => {
+  const r = await api(url, adminToken, "POST", "/api/webhooks", { url: target, events, filters: { monitorIds } })
   if (r.status !== 201) throw new Error(`webhook creation answered ${r.status}: ${r.text}`)
   return r.json().id as string
 }
