@@ -30,6 +30,8 @@ import {
 import {
   createMonitors,
   createPingToken,
+  createWebhook,
+  deleteWebhook,
   newBootstrapToken,
   ROOT,
   runDriver,
@@ -58,7 +60,9 @@ const settings = {
   monitors: Math.floor(positive("BENCH_MONITORS", 1000)),
   profile: env("BENCH_PROFILE", "auto") as "auto" | "always" | "never",
   writeDocs: env("BENCH_WRITE_DOCS", "1") !== "0",
-  strict: env("BENCH_STRICT", "0") === "1"
+  strict: env("BENCH_STRICT", "0") === "1",
+  /** Also measure the intake with an outbound webhook subscribed to ping.received (issue #6). */
+  webhook: env("BENCH_WEBHOOK", "1") !== "0"
 }
 if (settings.connections.length === 0) throw new Error("BENCH_CONNECTIONS must list connection counts, e.g. 64,256")
 if (!["auto", "always", "never"].includes(settings.profile)) throw new Error("BENCH_PROFILE must be auto, always or never")
@@ -139,7 +143,9 @@ const main = async (): Promise<number> => {
   onCleanup(async () => {
     if (!keepServiceLog) fs.rmSync(logDir, { recursive: true, force: true })
   })
-  let service: RunningServer = await startService({ databaseUrl: database.url, bootstrapToken: adminToken, logFile: serviceLog })
+  // The webhook phase posts ping.received deliveries to the bare server on 127.0.0.1.
+  const serviceEnv = settings.webhook ? { ALLOW_PRIVATE_TARGETS: "true" } : {}
+  let service: RunningServer = await startService({ databaseUrl: database.url, bootstrapToken: adminToken, logFile: serviceLog, env: serviceEnv })
   log(`bare node:http at ${bare.url}; service at ${service.url} is healthy`)
   const facts = await db.serverFacts()
   const pgDescription = `PostgreSQL ${facts.version}${facts.timescaledb === undefined ? "" : ` + TimescaleDB ${facts.timescaledb}`}`
@@ -239,6 +245,35 @@ const main = async (): Promise<number> => {
     pacing: "autocannon"
   })
   rows.push({ label: `intake: ${settings.rate}/s, autocannon overallRate`, target: "intake", ...burstRate })
+  // ping.received subscribed (issue #6): the same success phase without and then with a webhook
+  // selecting ping.received, back to back; every acknowledged ping must have its event.
+  let webhookResult: { without: number; eventsOnly: number; with: number; connections: number; events: number; acked: number } | undefined
+  if (settings.webhook) {
+    const c = settings.connections[0]!
+    const without = await intakePhase("intake success, no webhook", "success", c, settings.seconds)
+    rows.push({ label: "intake: success pings, no webhook", target: "intake", ...without, ratio: without.result.rps / bareRps.get(c)! })
+    // Events written (the writer's part) and read by the delivery worker, but no delivery made:
+    // the webhook's monitor filter matches none of the pinged monitors.
+    const filtered = await createWebhook(service.url, adminToken, `${bare.url}/hook`, ["ping.received"], [randomUUID()])
+    const eventsOnly = await intakePhase("intake success, ping.received events, no delivery", "success", c, settings.seconds)
+    await deleteWebhook(service.url, adminToken, filtered)
+    rows.push({ label: "intake: success pings, ping.received events only", target: "intake", ...eventsOnly, ratio: eventsOnly.result.rps / bareRps.get(c)! })
+    const hook = await createWebhook(service.url, adminToken, `${bare.url}/hook`, ["ping.received"])
+    const eventsBefore = await db.pingEventCount()
+    const withHook = await intakePhase("intake success, webhook on ping.received", "success", c, settings.seconds)
+    const events = (await db.pingEventCount()) - eventsBefore
+    await deleteWebhook(service.url, adminToken, hook)
+    rows.push({ label: "intake: success pings, webhook on ping.received", target: "intake", ...withHook, ratio: withHook.result.rps / bareRps.get(c)! })
+    webhookResult = {
+      without: without.result.rps,
+      eventsOnly: eventsOnly.result.rps,
+      with: withHook.result.rps,
+      connections: c,
+      events,
+      acked: withHook.accounting.ackedSuccesses
+    }
+    log(`ping.received: ${eventsOnly.result.rps} pings/s with events only, ${withHook.result.rps} with a webhook delivering them, against ${without.result.rps} without; ${events} events for ${withHook.accounting.ackedSuccesses} acknowledged pings`)
+  }
   for (const c of settings.connections) {
     const i = await intakePhase("intake start+success pairs", "pairs", c, settings.seconds)
     rows.push({ label: "intake: start+success pairs", target: "intake", ...i, ratio: i.result.rps / bareRps.get(c)! })
@@ -271,6 +306,16 @@ const main = async (): Promise<number> => {
       pass: ratio >= RATIO_TARGET,
       detail: `${successRows.get(c)!.result.rps} / ${bareRps.get(c)} pings/s = ${ratio.toFixed(2)}`
     })
+  }
+  if (webhookResult !== undefined) {
+    checks.push({
+      name: "an event for every acknowledged ping while ping.received is subscribed",
+      pass: webhookResult.events >= webhookResult.acked,
+      detail: `${webhookResult.events} ping.received events for ${webhookResult.acked} acknowledged pings`
+    })
+    notes.push(
+      `ping.received (issue #6), success phases at ${webhookResult.connections} connections back to back: ${webhookResult.without.toLocaleString("en-US")} pings/s without a subscriber; ${webhookResult.eventsOnly.toLocaleString("en-US")} (${(webhookResult.eventsOnly / webhookResult.without).toFixed(2)}) with a webhook whose monitor filter matches none of the pinged monitors (every ping writes its event row in the run writer's statement and the delivery worker reads it, but makes no delivery); ${webhookResult.with.toLocaleString("en-US")} (${(webhookResult.with / webhookResult.without).toFixed(2)}) with a webhook receiving them all (the delivery worker also writes one delivery per event and works through them at 100 a minute).`
+    )
   }
   const even = evenRate.result
   const delivered = even.rps / settings.rate

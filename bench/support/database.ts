@@ -175,6 +175,12 @@ export class BenchDb {
     return Object.fromEntries(r.rows.map((row) => [row.type, Number(row.n)]))
   }
 
+  /** ping.received events recorded so far. */
+  async pingEventCount(): Promise<number> {
+    const r = await this.client.query<{ n: string }>(`select count(*) as n from events where type = 'ping.received'`)
+    return Number(r.rows[0]!.n)
+  }
+
   /** Rows that a success ping must have filled (duration and output). */
   async malformedSuccessRows(): Promise<number> {
     const r = await this.client.query<{ n: string }>(

@@ -61,6 +61,8 @@ export interface ServiceOptions {
   readonly cpuProfileDir?: string | undefined
   /** Where the service's own output goes (appended). */
   readonly logFile?: string | undefined
+  /** More environment for the service. */
+  readonly env?: Readonly<Record<string, string>> | undefined
 }
 
 /** `node bin/jobmon.js serve` as a child; resolves once /healthz answers 200. */
@@ -86,7 +88,8 @@ export const startService = async (options: ServiceOptions): Promise<RunningServ
       PING_BURST: "100000",
       // Creating 1,000 monitors quickly with one token.
       API_RATE_PER_SECOND: "100000",
-      API_BURST: "100000"
+      API_BURST: "100000",
+      ...options.env
     }
   })
   const url = `http://127.0.0.1:${port}`
@@ -141,6 +144,24 @@ export const createMonitors = async (url: string, adminToken: string, count: num
   }
   await Promise.all(Array.from({ length: 16 }, worker))
   return ids
+}
+
+/** An outbound webhook selecting `events`, made through the API; answers its id. */
+export const createWebhook = async (
+  url: string,
+  adminToken: string,
+  target: string,
+  events: ReadonlyArray<string>,
+  monitorIds: ReadonlyArray<string> = []
+): Promise<string> => {
+  const r = await api(url, adminToken, "POST", "/api/webhooks", { url: target, events, filters: { monitorIds } })
+  if (r.status !== 201) throw new Error(`webhook creation answered ${r.status}: ${r.text}`)
+  return r.json().id as string
+}
+
+export const deleteWebhook = async (url: string, adminToken: string, id: string): Promise<void> => {
+  const r = await api(url, adminToken, "DELETE", `/api/webhooks/${id}`)
+  if (r.status >= 300) throw new Error(`webhook deletion answered ${r.status}: ${r.text}`)
 }
 
 /** Runs the load driver in a process of its own and answers its result. */

@@ -1,4 +1,4 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Runtime } from "effect"
 import { Unauthorized } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
 import type { Principal } from "./Principal.js"
@@ -12,12 +12,18 @@ const CACHE_LIMIT = 50_000
 interface CacheEntry {
   readonly row: PrincipalRow | undefined
   readonly fetchedAt: number
+  /** The verdict at fetchedAt; it holds for the entry's life unless the token expires meanwhile. */
+  readonly verdict: CachedAuth
+  /** A reload has been started (see fromCache). */
+  refreshing: boolean
 }
 
 export type CachedAuth =
   | { readonly _tag: "Hit"; readonly principal: Principal }
   | { readonly _tag: "Denied"; readonly message: string }
   | { readonly _tag: "Miss" }
+
+const MISS: CachedAuth = { _tag: "Miss" }
 
 const missing = "Send an access token: Authorization: Bearer <token> (create one under Settings → Tokens, or with `jobmon token create`)."
 
@@ -34,18 +40,42 @@ export class Tokens extends Effect.Service<Tokens>()("jobmon/Tokens", {
   dependencies: [TokensRepo.Default],
   effect: Effect.gen(function*() {
     const repo = yield* TokensRepo
+    const runtime = yield* Effect.runtime<never>()
     const cache = new Map<string, CacheEntry>()
+    /** Bumped by every revocation: a load that started before it must not refill the cache. */
+    let generation = 0
 
-    const remember = (key: string, row: PrincipalRow | undefined, now: number) => {
-      if (cache.size >= CACHE_LIMIT) cache.clear()
-      cache.set(key, { row, fetchedAt: now })
-    }
+    const fetch = (raw: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const startedIn = generation
+        const row = raw.length > 512 ? undefined : yield* repo.findByHash(hashToken(raw))
+        const verdict = judge(row, now)
+        if (startedIn === generation) {
+          if (cache.size >= CACHE_LIMIT) cache.clear()
+          cache.set(raw, { row, fetchedAt: now, verdict, refreshing: false })
+        }
+        return verdict
+      })
 
-    /** The synchronous part of authentication, for the ping hot path: answers from the cache or says Miss. */
+    /**
+     * The synchronous part of authentication, for the ping hot path: answers from the cache or says
+     * Miss. An entry past half its life is reloaded in the background while it still answers, so a
+     * token in steady use never misses (every miss makes its requests wait for the database); no
+     * answer comes from an entry older than TOKEN_CACHE_TTL_MS.
+     */
     const fromCache = (raw: string, now: number): CachedAuth => {
       const entry = cache.get(raw)
-      if (entry === undefined || now - entry.fetchedAt > TOKEN_CACHE_TTL_MS) return { _tag: "Miss" }
-      return judge(entry.row, now)
+      if (entry === undefined) return MISS
+      const age = now - entry.fetchedAt
+      if (age > TOKEN_CACHE_TTL_MS) return MISS
+      if (age > TOKEN_CACHE_TTL_MS / 2 && !entry.refreshing) {
+        entry.refreshing = true
+        Runtime.runFork(runtime)(fetch(raw).pipe(Effect.catchAllCause(() => Effect.sync(() => void (entry.refreshing = false)))))
+      }
+      const row = entry.row
+      if (row !== undefined && row.expires_at !== null && row.expires_at.getTime() <= now) return judge(row, now)
+      return entry.verdict
     }
 
     const authenticate = (authorization: string | undefined) =>
@@ -54,24 +84,14 @@ export class Tokens extends Effect.Service<Tokens>()("jobmon/Tokens", {
         if (raw === undefined) return yield* new Unauthorized({ message: missing })
         const now = yield* Clock.currentTimeMillis
         let verdict = fromCache(raw, now)
-        if (verdict._tag === "Miss") {
-          const row = raw.length > 512 ? undefined : yield* repo.findByHash(hashToken(raw))
-          remember(raw, row, now)
-          verdict = judge(row, now)
-        }
+        if (verdict._tag === "Miss") verdict = yield* fetch(raw)
         if (verdict._tag === "Denied") return yield* new Unauthorized({ message: verdict.message })
         if (verdict._tag === "Miss") return yield* Effect.dieMessage("token cache answered Miss after a load")
         return verdict.principal
       })
 
     /** Fills the cache after a Miss on the hot path. */
-    const load = (raw: string) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const row = raw.length > 512 ? undefined : yield* repo.findByHash(hashToken(raw))
-        remember(raw, row, now)
-        return judge(row, now)
-      })
+    const load = fetch
 
     const create = (input: {
       readonly orgId: string
@@ -101,7 +121,10 @@ export class Tokens extends Effect.Service<Tokens>()("jobmon/Tokens", {
         if (!isUuid(tokenId)) return false
         const revoked = yield* repo.revoke(orgId, tokenId)
         // Revocation is immediate on this instance; other instances notice within the cache TTL.
-        if (revoked) cache.clear()
+        if (revoked) {
+          generation++
+          cache.clear()
+        }
         return revoked
       })
 

@@ -554,6 +554,8 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         const used = new Map<string, number>()
         const toSend: Array<{ delivery: DeliveryRow; hook: WebhookRow; count: number }> = []
         const waiting: Array<string> = []
+        /** Webhooks over their limit this minute. */
+        const full = new Set<string>()
         const orphaned: Array<string> = []
         for (const d of claimed) {
           const hook = hooks.get(d.webhook_id!)
@@ -565,6 +567,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
           const i = used.get(hook.id) ?? 0
           if (rate === undefined || i >= rate.granted) {
             waiting.push(d.id)
+            full.add(hook.id)
             continue
           }
           used.set(hook.id, i + 1)
@@ -572,7 +575,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         }
         const settled: Array<DeliveryRow> = []
         if (waiting.length > 0) {
-          // Over the limit: wait for the next minute (nothing is dropped).
+          // Over the limit: wait for the next minute (nothing is dropped). The other due, unclaimed
+          // deliveries of those webhooks wait too, in one statement: otherwise a backlog (pings at
+          // thousands a second against 100 a minute) is claimed and put back on every pass.
+          yield* sql`
+            update webhook_deliveries set next_attempt_at = ${new Date(windowStart + RATE_WINDOW_MS)}
+            where webhook_id = any(${[...full]}::uuid[]) and status = 'pending'
+              and next_attempt_at < ${new Date(windowStart + RATE_WINDOW_MS)}
+              and (claimed_until is null or claimed_until <= ${new Date(now)})`
           settled.push(
             ...yield* sql<DeliveryRow>`
               update webhook_deliveries set next_attempt_at = ${new Date(windowStart + RATE_WINDOW_MS)}, claimed_until = null

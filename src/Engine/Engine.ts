@@ -4,7 +4,7 @@ import { Incidents } from "../Incidents/Incidents.js"
 import { IncidentRelay } from "../Incidents/Listener.js"
 import { scheduleOf } from "../Monitors/StoredSchedule.js"
 import type { MonitorRow } from "../Monitors/MonitorsRepo.js"
-import { DeadlineHeap } from "./Heap.js"
+import { DeadlineHeap, type HeapEntry } from "./Heap.js"
 import { MaintenanceSuppressions } from "../Maintenance/Suppressions.js"
 import {
   type ActiveIncident,
@@ -168,7 +168,19 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         const top = heap.peek()
         heap.push({ at: deadline, key: actor.id, version: actor.version })
         if (top === undefined || deadline < top.at) Queue.unsafeOffer(wake, undefined)
+        // Every ping moves its monitor's deadline, leaving the old entry behind until it surfaces
+        // (an hour later for an hourly job): drop the stale entries before they pile up in memory.
+        if (heap.size > 2 * actors.size + 1024) compactHeap()
       }
+    }
+
+    const compactHeap = () => {
+      const live: Array<HeapEntry> = []
+      for (const a of actors.values()) {
+        if (a.deadline !== null) live.push({ at: a.deadline, key: a.id, version: a.version })
+      }
+      heap.rebuild(live)
+      Queue.unsafeOffer(wake, undefined)
     }
 
     const enqueue = (actor: Actor, event: EngineEvent) => {
@@ -220,12 +232,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
             Effect.tap(() => scoreSoon(config.id))
           )
         case "UpdateMonitor":
-          return Effect.sync(() => {
-            const pending = pendingFor(config.id)
-            pending.status = effect.status
-            pending.nextExpectedAt = effect.nextExpectedAt
-            pending.setNext = true
-          })
+          return Effect.sync(() => updateMonitor(actor, effect))
         case "Suppressed":
           // Counted on the history entry of each maintenance period covering the monitor (docs/maintenance.md).
           return Effect.flatMap(Effect.serviceOption(MaintenanceSuppressions), (counter) =>
@@ -233,6 +240,14 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
               ? counter.value.count(config.id, effect.type, effect.at)
               : Effect.logDebug(`monitor ${config.id}: ${effect.type} suppressed by maintenance`))
       }
+    }
+
+    /** The monitor's new status and next expected time, for the next coalesced write. */
+    const updateMonitor = (actor: Actor, effect: Extract<EngineEffect, { _tag: "UpdateMonitor" }>) => {
+      const pending = pendingFor(actor.id)
+      pending.status = effect.status
+      pending.nextExpectedAt = effect.nextExpectedAt
+      pending.setNext = true
     }
 
     /** Takes a decision's new state, and what it means for the monitor row and its health score. */
@@ -325,7 +340,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       }
       return pending
     }
-    const toDate = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms))
+    const toMs = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : ms)
     const flushMonitors = Effect.gen(function*() {
       if (pendingMonitors.size === 0) return
       const batch = pendingMonitors
@@ -334,26 +349,27 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       const ids: Array<string> = []
       const statuses: Array<string | null> = []
       const setNext: Array<boolean> = []
-      const next: Array<Date | null> = []
-      const lastPing: Array<Date | null> = []
+      // Instants as epoch ms (float8): cheaper to send than Date objects.
+      const next: Array<number | null> = []
+      const lastPing: Array<number | null> = []
       const lastRun: Array<string | null> = []
       for (const [id, p] of batch) {
         ids.push(id)
         statuses.push(p.status ?? null)
         setNext.push(p.setNext === true)
-        next.push(toDate(p.nextExpectedAt))
-        lastPing.push(toDate(p.lastPingAt))
+        next.push(toMs(p.nextExpectedAt))
+        lastPing.push(toMs(p.lastPingAt))
         lastRun.push(p.lastRunStatus ?? null)
       }
       yield* sql`
         update monitors m set
           status = coalesce(u.status, m.status),
-          next_expected_at = case when u.set_next then u.next_expected_at else m.next_expected_at end,
-          last_ping_at = greatest(m.last_ping_at, u.last_ping_at),
+          next_expected_at = case when u.set_next then to_timestamp(u.next_expected_ms / 1000.0) else m.next_expected_at end,
+          last_ping_at = greatest(m.last_ping_at, to_timestamp(u.last_ping_ms / 1000.0)),
           last_run_status = coalesce(u.last_run_status, m.last_run_status)
-        from unnest(${ids}::uuid[], ${statuses}::text[], ${setNext}::bool[], ${next}::timestamptz[],
-                    ${lastPing}::timestamptz[], ${lastRun}::text[])
-          as u(id, status, set_next, next_expected_at, last_ping_at, last_run_status)
+        from unnest(${ids}::uuid[], ${statuses}::text[], ${setNext}::bool[], ${next}::float8[],
+                    ${lastPing}::float8[], ${lastRun}::text[])
+          as u(id, status, set_next, next_expected_ms, last_ping_ms, last_run_status)
         where m.id = u.id`.pipe(
         Effect.retry(retryPolicy),
         Effect.catchAllCause((cause) => Effect.logError("could not write monitor states", cause)),
@@ -547,7 +563,8 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
           }
           if (decision !== undefined && decision.effects.every(isImmediate)) {
             commit(actor, event, decision)
-            for (const effect of decision.effects) Effect.runSync(carryOut(actor, effect) as Effect.Effect<unknown>)
+            // Plain calls: a fiber per ping (Effect.runSync) cost more than the decision itself.
+            for (const effect of decision.effects) if (effect._tag === "UpdateMonitor") updateMonitor(actor, effect)
             stats.processed++
             stats.effects += decision.effects.length
             reschedule(actor)

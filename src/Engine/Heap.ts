@@ -1,4 +1,8 @@
-/** A binary min-heap of deadlines (epoch ms) with lazy invalidation by version. */
+/**
+ * A binary min-heap of deadlines (epoch ms) with lazy invalidation by version: a changed deadline
+ * is pushed again and the old entry skipped when it surfaces. The owner calls `rebuild` when stale
+ * entries pile up (a monitor pinged every second moves its deadline every second).
+ */
 export interface HeapEntry {
   readonly at: number
   readonly key: string
@@ -27,6 +31,27 @@ export class DeadlineHeap {
       i = parent
     }
     items[i] = entry
+  }
+
+  /** Replaces the contents with `entries` (heapified in O(n)). */
+  rebuild(entries: Array<HeapEntry>): void {
+    const items = entries
+    this.items = items
+    for (let start = (items.length >> 1) - 1; start >= 0; start--) {
+      const entry = items[start]!
+      let i = start
+      const n = items.length
+      for (;;) {
+        const left = 2 * i + 1
+        if (left >= n) break
+        const right = left + 1
+        const child = right < n && items[right]!.at < items[left]!.at ? right : left
+        if (items[child]!.at >= entry.at) break
+        items[i] = items[child]!
+        i = child
+      }
+      items[i] = entry
+    }
   }
 
   pop(): HeapEntry | undefined {

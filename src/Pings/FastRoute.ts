@@ -66,7 +66,7 @@ export const FastPingRoutes = Layer.effect(
             monitorId,
             kind: match[2] as "start" | "success" | "fail",
             authorization: req.headers.authorization,
-            query: new URLSearchParams(q < 0 ? "" : url.slice(q + 1)),
+            query: q < 0 ? "" : url.slice(q + 1),
             body: chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")
           },
           (reply) => send(res, reply)

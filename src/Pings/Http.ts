@@ -21,7 +21,7 @@ export const PingsHttpLive = HttpApiBuilder.group(Api, "pings", (handlers) =>
           monitorId: path.monitorId,
           kind,
           authorization: request.headers["authorization"],
-          query: new URLSearchParams(q < 0 ? "" : request.url.slice(q + 1)),
+          query: q < 0 ? "" : request.url.slice(q + 1),
           body
         })
         return HttpServerResponse.unsafeJson(reply.body, { status: reply.status, headers: reply.headers ?? {} })

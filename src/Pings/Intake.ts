@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, ParseResult, Runtime, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { parseBearer, Tokens } from "../Auth/Tokens.js"
+import { type CachedAuth, parseBearer, Tokens } from "../Auth/Tokens.js"
 import { scopeAllows } from "../Auth/Token.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
@@ -11,7 +11,7 @@ import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
 import { prepareOutput } from "./Output.js"
 import { type OpenRun, pair, type PingKind } from "./Pairing.js"
 import { RunWriter } from "./RunWriter.js"
-import { FailPingBody, type PingBody, PingQuery, StartPingBody, SuccessPingBody } from "./Schemas.js"
+import { FailPingBody, type PingBody, PingQuery, quickBody, StartPingBody, SuccessPingBody } from "./Schemas.js"
 
 /**
  * The ping intake: authenticate, find the monitor, validate, redact and truncate the output, pair
@@ -25,7 +25,8 @@ export interface PingRequest {
   readonly monitorId: string
   readonly kind: PingKind
   readonly authorization: string | undefined
-  readonly query: URLSearchParams
+  /** The raw query string, without the `?` ("" when none). */
+  readonly query: string
   /** The raw body text ("" when none). */
   readonly body: string
 }
@@ -47,6 +48,11 @@ const decoders = {
   fail: Schema.decodeUnknownEither(FailPingBody)
 } as const
 const decodeQuery = Schema.decodeUnknownEither(PingQuery)
+
+const MISS: CachedAuth = { _tag: "Miss" }
+
+/** An empty body, as parsed: `{}`. */
+const NO_FIELDS: Record<string, unknown> = {}
 
 const firstIssue = (e: ParseResult.ParseError) => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(e)
@@ -122,7 +128,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     })
 
     const parseBody = (request: PingRequest): Either.Either<PingBody, PingReply> => {
-      let json: unknown = {}
+      let json: unknown = NO_FIELDS
       if (request.body.trim() !== "") {
         try {
           json = JSON.parse(request.body)
@@ -133,14 +139,20 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       if (json === null || typeof json !== "object" || Array.isArray(json)) {
         return Either.left(error(400, "ValidationError", "The request body must be a JSON object.", { path: "" }))
       }
-      const decoded = decoders[request.kind](json)
-      if (Either.isLeft(decoded)) {
-        const { path, message } = firstIssue(decoded.left)
-        return Either.left(error(400, "ValidationError", message, { path }))
+      let body = quickBody(request.kind, json as Record<string, unknown>)
+      if (body === undefined) {
+        const decoded = decoders[request.kind](json)
+        if (Either.isLeft(decoded)) {
+          const { path, message } = firstIssue(decoded.left)
+          return Either.left(error(400, "ValidationError", message, { path }))
+        }
+        body = decoded.right as PingBody
       }
+      if (request.query === "") return Either.right(body)
+      const params = new URLSearchParams(request.query)
       const queryRecord: Record<string, string> = {}
       for (const key of ["exitCode", "durationMs", "runId"]) {
-        const value = request.query.get(key)
+        const value = params.get(key)
         if (value !== null) queryRecord[key] = value
       }
       const query = decodeQuery(queryRecord)
@@ -148,7 +160,6 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
         const { path, message } = firstIssue(query.left)
         return Either.left(error(400, "ValidationError", `query parameter ${message}`, { path }))
       }
-      const body = decoded.right as PingBody
       return Either.right({
         durationMs: body.durationMs ?? query.right.durationMs,
         exitCode: body.exitCode ?? query.right.exitCode,
@@ -265,26 +276,44 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       })
     }
 
+    const unauthorized = (reply: (r: PingReply) => void, message: string) =>
+      reply({ ...error(401, "Unauthorized", message), headers: { "www-authenticate": 'Bearer realm="jobmon"' } })
+
+    const authorized = (request: PingRequest, reply: (r: PingReply) => void, verdict: CachedAuth) => {
+      if (verdict._tag === "Denied") return unauthorized(reply, verdict.message)
+      if (verdict._tag === "Miss") return reply(error(503, "ServiceUnavailable", "Authentication is unavailable; retry."))
+      const principal = verdict.principal
+      if (!scopeAllows(principal.scope, "ping")) {
+        return reply(error(403, "Forbidden", `This token has scope '${principal.scope}', which cannot send pings: use a 'ping', 'write' or 'admin' token.`))
+      }
+      withMonitor(request, principal.orgId, reply)
+    }
+
+    /** Requests waiting for their token to load, by token: one database read serves them all, in arrival order. */
+    const loading = new Map<string, Array<{ request: PingRequest; reply: (r: PingReply) => void }>>()
+
     /** The whole intake of one ping; `reply` is called exactly once. */
     const submit = (request: PingRequest, reply: (r: PingReply) => void): void => {
       const raw = parseBearer(request.authorization)
-      const unauthorized = (message: string) =>
-        reply({ ...error(401, "Unauthorized", message), headers: { "www-authenticate": 'Bearer realm="jobmon"' } })
       if (raw === undefined) {
-        return unauthorized("Send an access token: Authorization: Bearer <token> (a token with scope 'ping' is enough).")
-      }
-      const decide = (verdict: ReturnType<typeof tokens.fromCache>) => {
-        if (verdict._tag === "Denied") return unauthorized(verdict.message)
-        if (verdict._tag === "Miss") return reply(error(503, "ServiceUnavailable", "Authentication is unavailable; retry."))
-        const principal = verdict.principal
-        if (!scopeAllows(principal.scope, "ping")) {
-          return reply(error(403, "Forbidden", `This token has scope '${principal.scope}', which cannot send pings: use a 'ping', 'write' or 'admin' token.`))
-        }
-        withMonitor(request, principal.orgId, reply)
+        return unauthorized(reply, "Send an access token: Authorization: Bearer <token> (a token with scope 'ping' is enough).")
       }
       const cached = tokens.fromCache(raw, clock.unsafeCurrentTimeMillis())
-      if (cached._tag !== "Miss") return decide(cached)
-      run(tokens.load(raw), (verdict) => decide(verdict ?? { _tag: "Miss" }))
+      if (cached._tag !== "Miss") return authorized(request, reply, cached)
+      const waiting = loading.get(raw)
+      if (waiting !== undefined) return void waiting.push({ request, reply })
+      const waiters = [{ request, reply }]
+      loading.set(raw, waiters)
+      run(tokens.load(raw), (verdict) => {
+        loading.delete(raw)
+        for (const w of waiters) {
+          try {
+            authorized(w.request, w.reply, verdict ?? MISS)
+          } catch {
+            // one request's failure must not leave the others unanswered
+          }
+        }
+      })
     }
 
     /** The same, as an Effect (the HttpApi handlers). */

@@ -48,3 +48,27 @@ export type PingBody = {
   readonly exitCode?: number | undefined
   readonly runId?: string | undefined
 }
+
+const INT32_MIN = -2147483648
+const INT32_MAX = 2147483647
+
+/**
+ * The common case of the body schemas, checked by hand (a Schema decode allocated more than the
+ * rest of the ping): every field absent or of the right type. Anything else, including every
+ * invalid body, goes through the Schema, which stays the single source of accepted shapes and
+ * of error messages (test/Pings/Schemas.test.ts checks that both agree).
+ */
+export const quickBody = (kind: "start" | "success" | "fail", json: Record<string, unknown>): PingBody | undefined => {
+  const runId = json.runId
+  if (runId !== undefined && typeof runId !== "string") return undefined
+  if (kind === "start") return { runId }
+  const durationMs = json.durationMs
+  if (durationMs !== undefined && !(Number.isSafeInteger(durationMs) && (durationMs as number) >= 0)) return undefined
+  const exitCode = json.exitCode
+  if (exitCode !== undefined && !(Number.isSafeInteger(exitCode) && (exitCode as number) >= INT32_MIN && (exitCode as number) <= INT32_MAX)) {
+    return undefined
+  }
+  const output = json.output
+  if (output !== undefined && typeof output !== "string") return undefined
+  return { durationMs: durationMs as number | undefined, exitCode: exitCode as number | undefined, runId, output }
+}

@@ -231,7 +231,35 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.recei
       const byKind = Object.fromEntries(events.map((e: any) => [e.data.ping.kind, e]))
       expect(byKind.start.data.ping).toMatchObject({ monitorId: monitor.id, runId: start.body.runId, status: "RUNNING" })
       expect(byKind.fail.data.ping).toMatchObject({ runId: done.body.runId, status: "FAIL", exitCode: 4 })
+      // The whole payload (built by the writer's statement), dated at each ping's arrival.
+      const run = (yield* call("GET", `/api/monitors/${monitor.id}/runs`)).body.runs.find((r: any) => r.id === start.body.runId)
+      expect(byKind.start.data).toEqual({
+        ping: { monitorId: monitor.id, runId: start.body.runId, kind: "start", at: run.startedAt, status: "RUNNING", durationMs: null, exitCode: null }
+      })
+      expect(byKind.fail.data).toEqual({
+        ping: { monitorId: monitor.id, runId: done.body.runId, kind: "fail", at: run.finishedAt, status: "FAIL", durationMs: run.durationMs, exitCode: 4 }
+      })
+      expect(byKind.start.createdAt).toBe(run.startedAt)
+      expect(byKind.fail.createdAt).toBe(run.finishedAt)
+      expect(events.map((e: any) => e.data.ping.kind)).toEqual(["fail", "start"]) // newest first
       expect(JSON.stringify(events)).not.toContain("hunter2")
       yield* intake.setPingEvents(false)
+    }))
+})
+
+layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("the run writer", (it) => {
+  it.effect("a ping whose values the database refuses fails alone; the pings of its batch are stored", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor()
+      // A start inferred from this duration falls before 4713 BC: PostgreSQL refuses the timestamp.
+      const bad = { body: { durationMs: Number.MAX_SAFE_INTEGER } }
+      const answers = yield* Effect.all(
+        Array.from({ length: 40 }, (_, i) => sendPing(monitor.id, "success", i === 20 ? bad : { body: { durationMs: 1_000 + i } })),
+        { concurrency: "unbounded" }
+      )
+      expect(answers[20]!.status).toBe(503)
+      expect(answers.filter((a, i) => i !== 20 && a.status === 200)).toHaveLength(39)
+      const runs = yield* runsOf(monitor.id, "?limit=100")
+      expect(runs.map((r) => r.id).sort()).toEqual(answers.filter((a) => a.status === 200).map((a) => a.body.runId).sort())
     }))
 })
