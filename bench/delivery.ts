@@ -30,16 +30,8 @@ import { fmt, latencyStats } from "./support/engine-report.js"
 import { mainThreadProfile, summarizeProfile } from "./support/profile.js"
 import { replaceDocsBlock } from "./support/report.js"
 import { createMonitors, createPingToken, newBootstrapToken, ROOT, startService, stopServer } from "./support/servers.js"
+import { env, whole } from "./support/settings.js"
 
-const env = (name: string, fallback: string) => {
-  const value = process.env[name]
-  return value === undefined || value.trim() === "" ? fallback : value.trim()
-}
-const whole = (name: string, fallback: number, min = 1) => {
-  const n = Number(env(name, String(fallback)))
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number ≥ ${min}`)
-  return n
-}
 
 const settings = {
   endpoints: whole("BENCH_DELIVERY_ENDPOINTS", 200),

@@ -36,16 +36,8 @@ import { seedFleet } from "./support/engine-seed.js"
 import { memoryOf, startTimedService, stopTimedService, type TimedService } from "./support/engine-service.js"
 import type { Check, Machine } from "./support/report.js"
 import { newBootstrapToken, ROOT } from "./support/servers.js"
+import { env, whole } from "./support/settings.js"
 
-const env = (name: string, fallback: string) => {
-  const value = process.env[name]
-  return value === undefined || value.trim() === "" ? fallback : value.trim()
-}
-const whole = (name: string, fallback: number, min = 1) => {
-  const n = Number(env(name, String(fallback)))
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number ≥ ${min}`)
-  return n
-}
 
 const settings = {
   monitors: whole("BENCH_ENGINE_MONITORS", 100_000),

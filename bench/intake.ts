@@ -40,16 +40,8 @@ import {
   startService,
   stopServer
 } from "./support/servers.js"
+import { env, positive } from "./support/settings.js"
 
-const env = (name: string, fallback: string) => {
-  const value = process.env[name]
-  return value === undefined || value.trim() === "" ? fallback : value.trim()
-}
-const positive = (name: string, fallback: number) => {
-  const n = Number(env(name, String(fallback)))
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number`)
-  return n
-}
 
 const settings = {
   seconds: positive("BENCH_SECONDS", 10),
