@@ -234,11 +234,16 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         }
       })
 
-    /** ping.received events are written only while some webhook subscribes to them. */
+    /**
+     * ping.received events are written only while some webhook subscribes to them, and only for
+     * the monitors such a webhook can receive: all of them when one has no monitor filter.
+     */
     const syncPingEvents = Effect.gen(function*() {
-      const [row] = yield* sql<{ on: boolean }>`
-        select exists (select 1 from webhooks where deleted_at is null and 'ping.received' = any(events)) as on`
-      yield* intake.setPingEvents(row?.on === true)
+      const rows = yield* sql<{ monitor_ids: ReadonlyArray<string> }>`
+        select filter_monitor_ids as monitor_ids from webhooks where deleted_at is null and 'ping.received' = any(events)`
+      yield* intake.setPingEvents(
+        rows.length === 0 ? "none" : rows.some((r) => r.monitor_ids.length === 0) ? "all" : new Set(rows.flatMap((r) => r.monitor_ids))
+      )
     }).pipe(Effect.orDie)
 
     const findRow = (orgId: string, id: string) =>

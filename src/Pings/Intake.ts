@@ -319,8 +319,11 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     /** The same, as an Effect (the HttpApi handlers). */
     const submitEffect = (request: PingRequest) => Effect.async<PingReply>((resume) => submit(request, (r) => resume(Effect.succeed(r))))
 
-    /** Turns ping.received events on or off (on while a webhook subscribes to them). */
-    const setPingEvents = (enabled: boolean) => Effect.sync(() => void (writer.pingEvents = enabled))
+    /**
+     * Which pings record a ping.received event: none, all, or those of these monitors (the
+     * webhooks that subscribe to them and the monitors their filters name).
+     */
+    const setPingEvents = (which: "none" | "all" | ReadonlySet<string>) => Effect.sync(() => void (writer.pingEvents = which))
 
     return { submit, submitEffect, setPingEvents, writerStats: writer.stats, drain: () => writer.drain() } as const
   })

@@ -129,8 +129,11 @@ export class RunWriter {
   private closed = false
   private idleWaiters: Array<() => void> = []
   readonly stats: RunWriterStats = { batches: 0, rows: 0, largestBatch: 0 }
-  /** Record a ping.received event per ping (only while someone subscribes: it is high volume). */
-  pingEvents = false
+  /**
+   * Which pings get a ping.received event (only while someone subscribes: it is high volume): none,
+   * every monitor's, or those of the monitors that the subscribing webhooks' filters name.
+   */
+  pingEvents: "none" | "all" | ReadonlySet<string> = "none"
 
   constructor(private readonly pool: pg.Pool) {}
 
@@ -171,8 +174,10 @@ export class RunWriter {
     for (const row of rows) byId.set(row.id, row)
     if (byId.size < rows.length) rows = [...byId.values()]
     const n = rows.length
-    const query = this.pingEvents
-      ? { name: "jobmon_runs_upsert_events", text: UPSERT_WITH_EVENTS, values: [...columnsOf(rows), ...eventColumnsOf(batch)] }
+    const only = this.pingEvents
+    const events = only === "none" ? [] : only === "all" ? batch : batch.filter((p) => only.has(p.row.monitorId))
+    const query = events.length > 0
+      ? { name: "jobmon_runs_upsert_events", text: UPSERT_WITH_EVENTS, values: [...columnsOf(rows), ...eventColumnsOf(events)] }
       : { name: "jobmon_runs_upsert", text: UPSERT, values: columnsOf(rows) }
     this.pool.query(query).then(
       () => {

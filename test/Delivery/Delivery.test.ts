@@ -288,6 +288,37 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       expect(target.received[0]!.body.data.ping).toMatchObject({ monitorId: monitor.id, kind: "success" })
       expect((yield* call("DELETE", `/api/webhooks/${hook.id}`)).status).toBe(204)
     })))
+
+  it.effect("ping.received events are recorded only for the monitors a subscribed webhook can receive", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const target = yield* receiver([200])
+      const watched = yield* createMonitor()
+      const other = yield* createMonitor()
+      const eventsOf = (monitorId: string) =>
+        Effect.map(
+          sql<{ n: number }>`select count(*)::int as n from events where type = 'ping.received' and ${monitorId}::uuid = any(monitor_ids)`,
+          (rows) => rows[0]!.n
+        ).pipe(Effect.orDie)
+      const hook = yield* createWebhook({ url: target.url, events: ["ping.received"], filters: { monitorIds: [watched.id] } })
+      expect((yield* call("POST", `/api/ping/${other.id}/success`)).status).toBe(200)
+      expect((yield* call("POST", `/api/ping/${watched.id}/success`)).status).toBe(200)
+      // A 200 comes after the commit, so both pings are stored by now.
+      expect(yield* eventsOf(watched.id)).toBe(1)
+      expect(yield* eventsOf(other.id)).toBe(0)
+      for (let i = 0; i < 100 && target.received.length === 0; i++) {
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        yield* flush
+      }
+      expect(target.received.map((r) => r.body.data.ping.monitorId)).toEqual([watched.id])
+      // Without a monitor filter the webhook receives every monitor's pings: all are recorded again.
+      expect((yield* call("PATCH", `/api/webhooks/${hook.id}`, { body: { filters: { monitorIds: [] } } })).status).toBe(200)
+      expect((yield* call("POST", `/api/ping/${other.id}/success`)).status).toBe(200)
+      expect(yield* eventsOf(other.id)).toBe(1)
+      expect((yield* call("DELETE", `/api/webhooks/${hook.id}`)).status).toBe(204)
+      expect((yield* call("POST", `/api/ping/${other.id}/success`)).status).toBe(200)
+      expect(yield* eventsOf(other.id)).toBe(1)
+    })))
 })
 
 it.effect("after a restart, a pending delivery resumes when its retry is due", () =>

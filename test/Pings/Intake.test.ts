@@ -223,7 +223,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.recei
       yield* sendPing(monitor.id, "success")
       const none = yield* call("GET", `/api/events?type=ping.received&monitorId=${monitor.id}`)
       expect(none.body.events).toHaveLength(0)
-      yield* intake.setPingEvents(true)
+      yield* intake.setPingEvents("all")
       const start = yield* sendPing(monitor.id, "start")
       const done = yield* sendPing(monitor.id, "fail", { body: { exitCode: 4, output: "password=hunter2" } })
       const events = (yield* call("GET", `/api/events?type=ping.received&monitorId=${monitor.id}`)).body.events
@@ -243,7 +243,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.recei
       expect(byKind.fail.createdAt).toBe(run.finishedAt)
       expect(events.map((e: any) => e.data.ping.kind)).toEqual(["fail", "start"]) // newest first
       expect(JSON.stringify(events)).not.toContain("hunter2")
-      yield* intake.setPingEvents(false)
+      yield* intake.setPingEvents("none")
     }))
 })
 
