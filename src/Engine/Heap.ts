@@ -35,23 +35,8 @@ export class DeadlineHeap {
 
   /** Replaces the contents with `entries` (heapified in O(n)). */
   rebuild(entries: Array<HeapEntry>): void {
-    const items = entries
-    this.items = items
-    for (let start = (items.length >> 1) - 1; start >= 0; start--) {
-      const entry = items[start]!
-      let i = start
-      const n = items.length
-      for (;;) {
-        const left = 2 * i + 1
-        if (left >= n) break
-        const right = left + 1
-        const child = right < n && items[right]!.at < items[left]!.at ? right : left
-        if (items[child]!.at >= entry.at) break
-        items[i] = items[child]!
-        i = child
-      }
-      items[i] = entry
-    }
+    this.items = entries
+    for (let start = (entries.length >> 1) - 1; start >= 0; start--) siftDown(entries, start, entries[start]!)
   }
 
   pop(): HeapEntry | undefined {
@@ -59,18 +44,22 @@ export class DeadlineHeap {
     const top = items[0]
     const last = items.pop()
     if (top === undefined || last === undefined || items.length === 0) return top
-    let i = 0
-    const n = items.length
-    for (;;) {
-      const left = 2 * i + 1
-      if (left >= n) break
-      const right = left + 1
-      const child = right < n && items[right]!.at < items[left]!.at ? right : left
-      if (items[child]!.at >= last.at) break
-      items[i] = items[child]!
-      i = child
-    }
-    items[i] = last
+    siftDown(items, 0, last)
     return top
   }
+}
+
+/** Puts `entry` at slot `i` and moves it down past every earlier child: the heap order below `i`. */
+const siftDown = (items: Array<HeapEntry>, i: number, entry: HeapEntry): void => {
+  const n = items.length
+  for (;;) {
+    const left = 2 * i + 1
+    if (left >= n) break
+    const right = left + 1
+    const child = right < n && items[right]!.at < items[left]!.at ? right : left
+    if (items[child]!.at >= entry.at) break
+    items[i] = items[child]!
+    i = child
+  }
+  items[i] = entry
 }
