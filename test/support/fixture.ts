@@ -39,6 +39,18 @@ export const makeTestDatabase = (prefix = "jobmon_test") =>
         const client = new pg.Client({ connectionString: adminUrl })
         await client.connect()
         try {
+          // A pool's end() resolves before its sockets have closed: a forced drop at once killed
+          // those backends mid-goodbye, and the client's "terminating connection due to
+          // administrator command" surfaced as an unhandled error that failed the run. Give them
+          // up to 5 s to leave; force only what stays.
+          for (let i = 0; i < 50; i++) {
+            const left = await client.query<{ n: number }>(
+              "select count(*)::int as n from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()",
+              [name]
+            )
+            if (left.rows[0]!.n === 0) break
+            await new Promise((resolve) => setTimeout(resolve, 100))
+          }
           await client.query(`drop database if exists ${name} with (force)`)
         } finally {
           await client.end()
