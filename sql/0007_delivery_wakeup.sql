@@ -1,22 +1,17 @@
 -- Delivery without polling, and chat bursts (docs/delivery.md, "How it works").
 
 -- Wakes the delivery workers (LISTEN jobmon_delivery): once per statement that writes events or
--- deliveries. PostgreSQL folds identical notifications of one transaction into one.
-CREATE FUNCTION jobmon_notify_events() RETURNS trigger LANGUAGE plpgsql AS $$
+-- deliveries, with the table's name as the payload. PostgreSQL folds identical notifications of one
+-- transaction into one.
+CREATE FUNCTION jobmon_notify_delivery() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_notify('jobmon_delivery', 'events');
+  PERFORM pg_notify('jobmon_delivery', TG_TABLE_NAME);
   RETURN NULL;
 END $$;
 CREATE TRIGGER events_notify_delivery AFTER INSERT ON events
-  FOR EACH STATEMENT EXECUTE FUNCTION jobmon_notify_events();
-
-CREATE FUNCTION jobmon_notify_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_notify('jobmon_delivery', 'deliveries');
-  RETURN NULL;
-END $$;
+  FOR EACH STATEMENT EXECUTE FUNCTION jobmon_notify_delivery();
 CREATE TRIGGER webhook_deliveries_notify AFTER INSERT ON webhook_deliveries
-  FOR EACH STATEMENT EXECUTE FUNCTION jobmon_notify_deliveries();
+  FOR EACH STATEMENT EXECUTE FUNCTION jobmon_notify_delivery();
 
 -- The event's place in the events table: chat messages that pile up go out in this order.
 ALTER TABLE webhook_deliveries ADD COLUMN event_seq bigint;
