@@ -23,7 +23,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { performance } from "node:perf_hooks"
 import pg from "pg"
-import { cleanupAll, installSignalHandlers, onCleanup, spawnChild, stopChild } from "./support/children.js"
+import { installSignalHandlers, onCleanup, spawnChild, stopChild, runBench } from "./support/children.js"
 import { backgroundBusy, cpuBetween, sampleCpu } from "./support/cpu.js"
 import { BenchDb, openBenchDatabase } from "./support/database.js"
 import { fmt, latencyStats } from "./support/engine-report.js"
@@ -299,13 +299,4 @@ moves between about 900 and 2,000 deliveries/s from one run to the next (after t
 below 1,000 only in the most loaded run).
 `
 
-let code = 1
-try {
-  code = await main()
-} catch (error) {
-  console.error(`[bench:delivery] failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
-  code = 1
-} finally {
-  await cleanupAll()
-}
-process.exit(code)
+await runBench("bench:delivery", main)

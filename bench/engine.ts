@@ -16,7 +16,7 @@ import { execSync } from "node:child_process"
 import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
-import { cleanupAll, installSignalHandlers, onCleanup } from "./support/children.js"
+import { installSignalHandlers, onCleanup, runBench } from "./support/children.js"
 import { backgroundBusy, parentPid, postgresServerCpuUs, processCpuUs } from "./support/cpu.js"
 import { BenchDb, openBenchDatabase } from "./support/database.js"
 import {
@@ -338,13 +338,4 @@ const main = async (): Promise<number> => {
   return 0
 }
 
-let code = 1
-try {
-  code = await main()
-} catch (error) {
-  console.error(`[bench:engine] failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
-  code = 1
-} finally {
-  await cleanupAll()
-}
-process.exit(code)
+await runBench("bench:engine", main)

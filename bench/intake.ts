@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type Accounting, account } from "./support/accounting.js"
-import { cleanupAll, installSignalHandlers, onCleanup } from "./support/children.js"
+import { installSignalHandlers, onCleanup, runBench } from "./support/children.js"
 import { backgroundBusy, cpuBetween, machineBusyBetween, parentPid, postgresServerCpuUs, sampleCpu } from "./support/cpu.js"
 import { BenchDb, openBenchDatabase } from "./support/database.js"
 import { mainThreadProfile, type ProfileSummary, summarizeProfile } from "./support/profile.js"
@@ -421,13 +421,4 @@ const main = async (): Promise<number> => {
   return 0
 }
 
-let code = 1
-try {
-  code = await main()
-} catch (error) {
-  console.error(`[bench] failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
-  code = 1
-} finally {
-  await cleanupAll()
-}
-process.exit(code)
+await runBench("bench", main)

@@ -194,3 +194,17 @@ export const installSignalHandlers = (): void => {
     }
   })
 }
+
+/** A benchmark's entry point: runs `main`, stops every child and cleans up, then exits with its code. */
+export const runBench = async (name: string, main: () => Promise<number>): Promise<never> => {
+  let code = 1
+  try {
+    code = await main()
+  } catch (error) {
+    console.error(`[${name}] failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
+    code = 1
+  } finally {
+    await cleanupAll()
+  }
+  process.exit(code)
+}
