@@ -20,6 +20,8 @@ export interface AppConfigShape {
   readonly runsRetentionDays: number
   /** Compress run chunks older than this many days (TimescaleDB only). 0 = never. */
   readonly runsCompressAfterDays: number
+  /** Batches of pings the group-commit writer may have in flight at once (src/Pings/RunWriter.ts). */
+  readonly pingWriterLanes: number
 }
 
 export class AppConfig extends Context.Tag("jobmon/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -57,7 +59,11 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   apiRatePerSecond: Config.number("API_RATE_PER_SECOND").pipe(Config.withDefault(50)),
   apiBurst: Config.number("API_BURST").pipe(Config.withDefault(200)),
   runsRetentionDays: Config.integer("RUNS_RETENTION_DAYS").pipe(Config.withDefault(0)),
-  runsCompressAfterDays: Config.integer("RUNS_COMPRESS_AFTER_DAYS").pipe(Config.withDefault(7))
+  runsCompressAfterDays: Config.integer("RUNS_COMPRESS_AFTER_DAYS").pipe(Config.withDefault(7)),
+  pingWriterLanes: Config.integer("PING_WRITER_LANES").pipe(
+    Config.withDefault(2),
+    Config.validate({ message: "PING_WRITER_LANES must be between 1 and 8", validation: (n) => n >= 1 && n <= 8 })
+  )
 }).pipe(
   Config.map(({ publicUrl, ...rest }) => ({
     ...rest,

@@ -9,6 +9,7 @@
  * so a few earlier outliers do not move them. The spread has a floor, so a job that always takes
  * the same time does not flag on a few milliseconds of jitter.
  */
+import type { DurationHistory } from "./DurationHistory.js"
 import type { Sla } from "./Model.js"
 import { MIN_RUNS_FOR_LEARNING } from "./Model.js"
 
@@ -53,59 +54,6 @@ export const percentileOfSorted = (sorted: ArrayLike<number>, p: number): number
 
 const sortedCopy = (values: ReadonlyArray<number>): Float64Array => Float64Array.from(values).sort()
 
-/**
- * Sorted copies of duration histories, keyed by the history array. A monitor's history is never
- * changed in place (each finished run makes a new array, see appendDuration), so the sorted copy
- * of a history stays right for as long as the history lives.
- */
-const sortedHistories = new WeakMap<ReadonlyArray<number>, Float64Array>()
-
-/** The durations of a history sorted ascending (cached per history array: do not mutate it). */
-export const sortedHistory = (history: ReadonlyArray<number>): Float64Array => {
-  let sorted = sortedHistories.get(history)
-  if (sorted === undefined) {
-    sorted = sortedCopy(history)
-    sortedHistories.set(history, sorted)
-  }
-  return sorted
-}
-
-/** Index of the first element of `sorted` that is ≥ value (binary search). */
-const lowerBound = (sorted: Float64Array, value: number, end: number): number => {
-  let lo = 0
-  let hi = end
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (sorted[mid]! < value) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
-
-/**
- * The history with one more duration, keeping the newest `memory`: a new array (the old one is
- * left as it was), whose sorted copy is derived from the old one's in O(n) instead of sorted again.
- */
-export const appendDuration = (history: ReadonlyArray<number>, durationMs: number, memory: number): ReadonlyArray<number> => {
-  const drop = Math.max(0, history.length + 1 - memory)
-  const next = drop === 0 ? [...history, durationMs] : [...history.slice(drop), durationMs]
-  const before = sortedHistory(history)
-  const sorted = new Float64Array(next.length)
-  sorted.set(before)
-  let n = before.length
-  for (let i = 0; i < drop; i++) {
-    // remove one occurrence of each dropped (oldest) duration
-    const at = lowerBound(sorted, history[i]!, n)
-    sorted.copyWithin(at, at + 1, n)
-    n--
-  }
-  const at = lowerBound(sorted, durationMs, n)
-  sorted.copyWithin(at + 1, at, n)
-  sorted[at] = durationMs
-  sortedHistories.set(next, sorted)
-  return next
-}
-
 /** `percentile_cont(p)` of unsorted values; null when there are none. */
 export const percentile = (values: ReadonlyArray<number>, p: number): number | null =>
   percentileOfSorted(sortedCopy(values), p)
@@ -135,20 +83,20 @@ const logOf = (ms: number): number => Math.log(Math.max(MIN_DURATION_MS, ms))
  * MIN_RUNS_FOR_LEARNING are known (no judgement yet).
  */
 export const learnDurations = (durations: ReadonlyArray<number>): DurationModel | null =>
-  durations.length < MIN_RUNS_FOR_LEARNING ? null : learnFromSorted(sortedCopy(durations))
+  durations.length < MIN_RUNS_FOR_LEARNING ? null : learnFromSorted(sortedCopy(durations), durations.length)
 
-/** learnDurations of a monitor's history (a never-mutated array: its sorted copy is cached). */
-export const learnHistory = (history: ReadonlyArray<number>): DurationModel | null =>
-  history.length < MIN_RUNS_FOR_LEARNING ? null : learnFromSorted(sortedHistory(history))
+/** learnDurations of a monitor's history, from its sorted buffer (no copy, no sorting). */
+export const learnHistory = (history: DurationHistory): DurationModel | null =>
+  history.length < MIN_RUNS_FOR_LEARNING ? null : learnFromSorted(history.sortedBuffer(), history.length)
 
 /**
- * The model from durations sorted ascending, in O(n) without sorting: ln is increasing, so the
- * sorted logarithms are the logarithms of the sorted durations; the absolute deviations from their
- * median come out ordered by walking outwards from the median (a merge of two sorted runs).
- * The arithmetic is the same as sorting each sequence, so the result is identical.
+ * The model from the first `n` durations of `raw`, sorted ascending, in O(n) without sorting: ln
+ * is increasing, so the sorted logarithms are the logarithms of the sorted durations; the absolute
+ * deviations from their median come out ordered by walking outwards from the median (a merge of
+ * two sorted runs, each logarithm taken once). The arithmetic is the same as sorting each
+ * sequence, so the result is identical.
  */
-const learnFromSorted = (raw: Float64Array): DurationModel => {
-  const n = raw.length
+const learnFromSorted = (raw: Float64Array, n: number): DurationModel => {
   const h = (n - 1) * 0.5
   const lo = Math.floor(h)
   const hi = Math.min(n - 1, lo + 1)
@@ -158,18 +106,20 @@ const learnFromSorted = (raw: Float64Array): DurationModel => {
   let left = lo // logOf(raw[lo]) ≤ medianLog ≤ logOf(raw[hi])
   while (left + 1 < n && logOf(raw[left + 1]!) <= medianLog) left++
   let right = left + 1
+  let dl = left >= 0 ? Math.abs(logOf(raw[left]!) - medianLog) : Infinity
+  let dr = right < n ? Math.abs(logOf(raw[right]!) - medianLog) : Infinity
   let devLo = 0
   let devHi = 0
   for (let k = 0; k <= hi; k++) {
-    const dl = left >= 0 ? Math.abs(logOf(raw[left]!) - medianLog) : Infinity
-    const dr = right < n ? Math.abs(logOf(raw[right]!) - medianLog) : Infinity
     let d: number
     if (dl <= dr) {
       d = dl
       left--
+      dl = left >= 0 ? Math.abs(logOf(raw[left]!) - medianLog) : Infinity
     } else {
       d = dr
       right++
+      dr = right < n ? Math.abs(logOf(raw[right]!) - medianLog) : Infinity
     }
     if (k === lo) devLo = d
     if (k === hi) devHi = d
@@ -232,12 +182,13 @@ const TARGET: Readonly<Record<Sla["durationTarget"], number>> = { p95: 0.95, p99
 export const checkSla = (durations: ReadonlyArray<number>, sla: Sla | null): SlaVerdict =>
   sla === null || durations.length < MIN_RUNS_FOR_LEARNING ? { _tag: "NotJudged" } : checkSlaOfSorted(sortedCopy(durations), sla)
 
-/** checkSla of a monitor's history (a never-mutated array: its sorted copy is cached). */
-export const checkSlaOfHistory = (history: ReadonlyArray<number>, sla: Sla | null): SlaVerdict =>
-  sla === null || history.length < MIN_RUNS_FOR_LEARNING ? { _tag: "NotJudged" } : checkSlaOfSorted(sortedHistory(history), sla)
+/** checkSla of a monitor's history (its sorted buffer, no copy). */
+export const checkSlaOfHistory = (history: DurationHistory, sla: Sla | null): SlaVerdict =>
+  sla === null || history.length < MIN_RUNS_FOR_LEARNING ? { _tag: "NotJudged" } : slaVerdict(history.percentile(TARGET[sla.durationTarget])!, sla)
 
-const checkSlaOfSorted = (sorted: Float64Array, sla: Sla): SlaVerdict => {
-  const observed = percentileOfSorted(sorted, TARGET[sla.durationTarget])!
+const checkSlaOfSorted = (sorted: Float64Array, sla: Sla): SlaVerdict => slaVerdict(percentileOfSorted(sorted, TARGET[sla.durationTarget])!, sla)
+
+const slaVerdict = (observed: number, sla: Sla): SlaVerdict => {
   const observedMs = Math.round(observed)
   if (!(observed > sla.maxDurationMs)) return { _tag: "Met", observedMs }
   return {

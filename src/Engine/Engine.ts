@@ -4,6 +4,7 @@ import { Incidents } from "../Incidents/Incidents.js"
 import { IncidentRelay } from "../Incidents/Listener.js"
 import { scheduleOf } from "../Monitors/StoredSchedule.js"
 import type { MonitorRow } from "../Monitors/MonitorsRepo.js"
+import { DurationHistory } from "./DurationHistory.js"
 import { DeadlineHeap, type HeapEntry } from "./Heap.js"
 import { MaintenanceSuppressions } from "../Maintenance/Suppressions.js"
 import {
@@ -274,7 +275,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         const needsDurations = event._tag !== "ConfigChanged" && !(event._tag === "Tick" && actor.state.openRuns.length === 0)
         if (!actor.durationsLoaded && needsDurations) {
           const durations = yield* loadDurations(actor)
-          actor.state = { ...actor.state, recentDurations: durations }
+          actor.state = { ...actor.state, recentDurations: DurationHistory.from(durations, DURATION_MEMORY) }
           actor.durationsLoaded = true
         }
         const decision = decide(actor.state, event, ctx)
@@ -520,7 +521,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         byMonitor.set(d.monitor_id, list)
       }
       for (const actor of learning) {
-        actor.state = { ...actor.state, recentDurations: byMonitor.get(actor.id) ?? [] }
+        actor.state = { ...actor.state, recentDurations: DurationHistory.from(byMonitor.get(actor.id) ?? [], DURATION_MEMORY) }
         actor.durationsLoaded = true
         reschedule(actor)
       }

@@ -1,3 +1,4 @@
+import type { DurationHistory } from "./DurationHistory.js"
 import type { Schedule } from "../Monitors/Schedule.js"
 
 /**
@@ -67,7 +68,7 @@ export interface MonitorState {
   readonly openRuns: ReadonlyArray<OpenRunState>
   readonly activeIncidents: ReadonlyArray<ActiveIncident>
   /** Durations (ms) of recent successful runs, oldest first, at most DURATION_MEMORY. */
-  readonly recentDurations: ReadonlyArray<number>
+  readonly recentDurations: DurationHistory
   readonly lastRunStatus: "SUCCESS" | "FAIL" | null
 }
 

@@ -8,16 +8,8 @@
  * instant), so the outcome does not depend on how promptly the actor delivered its Ticks.
  */
 import { nextOccurrence, previousOccurrence, type Schedule } from "../Monitors/Schedule.js"
-import {
-  appendDuration,
-  checkSlaOfHistory,
-  type DurationVerdict,
-  judgeDuration,
-  learnHistory,
-  percentileOfSorted,
-  type SlaVerdict,
-  sortedHistory
-} from "./Anomaly.js"
+import { checkSlaOfHistory, type DurationVerdict, judgeDuration, learnHistory, type SlaVerdict } from "./Anomaly.js"
+import { DurationHistory } from "./DurationHistory.js"
 import {
   type ActiveIncident,
   type Decision,
@@ -100,7 +92,7 @@ export const initialState = (config: MonitorConfig, persisted: PersistedState): 
     lastPingAt: persisted.lastPingAt,
     openRuns,
     activeIncidents,
-    recentDurations: persisted.recentDurations.filter(validDuration).slice(-DURATION_MEMORY),
+    recentDurations: DurationHistory.from(persisted.recentDurations.filter(validDuration), DURATION_MEMORY),
     lastRunStatus: persisted.lastRunStatus
   }
 }
@@ -147,10 +139,10 @@ export interface LateLimit {
  * MIN_RUNS_FOR_LEARNING successful durations are known, max(2 × p99, LEARNED_LATE_FLOOR_MS);
  * otherwise no limit.
  */
-export const lateLimit = (config: MonitorConfig, recentDurations: ReadonlyArray<number>): LateLimit | null => {
+export const lateLimit = (config: MonitorConfig, recentDurations: DurationHistory): LateLimit | null => {
   if (config.maxRuntimeSeconds !== null) return { limitMs: config.maxRuntimeSeconds * 1000, rule: "maxRuntime" }
   if (recentDurations.length < MIN_RUNS_FOR_LEARNING) return null
-  const p99 = percentileOfSorted(sortedHistory(recentDurations), 0.99)!
+  const p99 = recentDurations.percentile(0.99)!
   return { limitMs: Math.max(LEARNED_LATE_FLOOR_MS, Math.ceil(LEARNED_LATE_FACTOR * p99)), rule: "learned" }
 }
 
@@ -185,7 +177,7 @@ interface Draft {
   lastPingAt: number | null
   openRuns: ReadonlyArray<OpenRunState>
   activeIncidents: ReadonlyArray<ActiveIncident>
-  recentDurations: ReadonlyArray<number>
+  recentDurations: DurationHistory
   lastRunStatus: "SUCCESS" | "FAIL" | null
 }
 
@@ -443,7 +435,7 @@ const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<En
 
   const history = d.recentDurations
   if (run.status === "FAIL") {
-    const expected = percentileOfSorted(sortedHistory(history), 0.5)
+    const expected = history.percentile(0.5)
     raise(d, effects, ctx, {
       type: "FAIL",
       severity: "HIGH",
@@ -464,7 +456,7 @@ const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<En
   const durationMs = run.durationMs
   const model = learnHistory(history)
   const verdict = model === null ? null : judgeDuration(model, durationMs)
-  const withThis = appendDuration(history, durationMs, DURATION_MEMORY)
+  const withThis = history.append(durationMs)
   d.recentDurations = withThis
   const sla = checkSlaOfHistory(withThis, d.config.sla)
   const anomaly = anomalyOf(durationMs, verdict, model?.medianMs ?? null, sla, d.config)

@@ -83,7 +83,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const sql = yield* SqlClient.SqlClient
     const clock = yield* Effect.clock
     const runtime = yield* Effect.runtime<never>()
-    const writer = new RunWriter(database.pool)
+    const writer = new RunWriter(database.pool, config.pingWriterLanes)
     yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
 
     // Open runs of every monitor, so pairing is a synchronous decision.

@@ -123,9 +123,24 @@ export interface RunWriterStats {
   largestBatch: number
 }
 
+/** Batches in flight at once, one per lane (a monitor's pings always use the same lane). */
+export const DEFAULT_LANES = 2
+
+interface Lane {
+  pending: Array<Pending>
+  flushing: boolean
+}
+
+/** The lane of a monitor: a hash of its id (the last characters of a UUID are random). */
+const laneOf = (monitorId: string, lanes: number): number => {
+  if (lanes === 1) return 0
+  let h = 0
+  for (let i = monitorId.length - 4; i < monitorId.length; i++) h = (h * 31 + monitorId.charCodeAt(i)) | 0
+  return (h >>> 0) % lanes
+}
+
 export class RunWriter {
-  private pending: Array<Pending> = []
-  private flushing = false
+  private readonly lanes: Array<Lane>
   private closed = false
   private idleWaiters: Array<() => void> = []
   readonly stats: RunWriterStats = { batches: 0, rows: 0, largestBatch: 0 }
@@ -135,17 +150,31 @@ export class RunWriter {
    */
   pingEvents: "none" | "all" | ReadonlySet<string> = "none"
 
-  constructor(private readonly pool: pg.Pool) {}
+  /**
+   * `lanes` batches may be in flight at once, each on its own connection: with one, the service
+   * and PostgreSQL took turns (the service idle while a batch committed, PostgreSQL idle while the
+   * next one collected), and the cores were never busy. A monitor always writes through the same
+   * lane, so its pings are committed, and answered, in the order they arrived.
+   */
+  constructor(private readonly pool: pg.Pool, lanes: number = DEFAULT_LANES) {
+    this.lanes = Array.from({ length: Math.max(1, Math.floor(lanes)) }, () => ({ pending: [], flushing: false }))
+  }
 
   write(row: RunRow, done: WriteCallback): void {
     if (this.closed) return done(new Error("the run writer is shut down"))
-    this.pending.push({ row, done })
-    if (!this.flushing) this.flush()
+    const lane = this.lanes[laneOf(row.monitorId, this.lanes.length)]!
+    lane.pending.push({ row, done })
+    if (!lane.flushing) this.flush(lane)
+  }
+
+  private idle(): boolean {
+    for (const lane of this.lanes) if (lane.flushing || lane.pending.length > 0) return false
+    return true
   }
 
   /** Resolves once everything accepted so far is committed (or failed). */
   drain(): Promise<void> {
-    if (!this.flushing && this.pending.length === 0) return Promise.resolve()
+    if (this.idle()) return Promise.resolve()
     return new Promise((resolve) => this.idleWaiters.push(resolve))
   }
 
@@ -154,11 +183,11 @@ export class RunWriter {
     return this.drain()
   }
 
-  private flush(): void {
-    const batch = this.pending.length <= MAX_BATCH ? this.pending : this.pending.slice(0, MAX_BATCH)
-    this.pending = this.pending.length <= MAX_BATCH ? [] : this.pending.slice(MAX_BATCH)
-    this.flushing = true
-    this.writeBatch(batch, () => this.afterBatch())
+  private flush(lane: Lane): void {
+    const batch = lane.pending.length <= MAX_BATCH ? lane.pending : lane.pending.slice(0, MAX_BATCH)
+    lane.pending = lane.pending.length <= MAX_BATCH ? [] : lane.pending.slice(MAX_BATCH)
+    lane.flushing = true
+    this.writeBatch(batch, () => this.afterBatch(lane))
   }
 
   /**
@@ -211,10 +240,10 @@ export class RunWriter {
     }
   }
 
-  private afterBatch(): void {
-    this.flushing = false
-    if (this.pending.length > 0) this.flush()
-    else {
+  private afterBatch(lane: Lane): void {
+    lane.flushing = false
+    if (lane.pending.length > 0) this.flush(lane)
+    else if (this.idle()) {
       const waiters = this.idleWaiters
       this.idleWaiters = []
       for (const w of waiters) w()

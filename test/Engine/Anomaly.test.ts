@@ -1,7 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck } from "effect"
 import {
-  appendDuration,
   checkSla,
   checkSlaOfHistory,
   judgeDuration,
@@ -11,9 +10,9 @@ import {
   median,
   percentile,
   percentileOfSorted,
-  sortedHistory,
   zScore
 } from "../../src/Engine/Anomaly.js"
+import { DurationHistory } from "../../src/Engine/DurationHistory.js"
 import { DURATION_MEMORY, MIN_RUNS_FOR_LEARNING } from "../../src/Engine/Model.js"
 
 /** mulberry32: a small seeded PRNG, so the measurements below are reproducible. */
@@ -195,22 +194,49 @@ describe("Anomaly: the model learned run by run equals the model learned from sc
   })
 
   it.prop(
-    "a history grown with appendDuration (oldest dropped past the memory) gives the same sorted copy, model and SLA verdict",
+    "a history grown run by run (oldest dropped past the memory) gives the same durations, sorted copy, model and SLA verdict",
     [durationsArb, FastCheck.integer({ min: MIN_RUNS_FOR_LEARNING, max: DURATION_MEMORY })],
     ([durations, memory]) => {
-      let history: ReadonlyArray<number> = []
+      let history = DurationHistory.empty(memory)
+      const versions: Array<{ history: DurationHistory; values: Array<number> }> = []
       for (const d of durations) {
-        const before = [...history]
-        history = appendDuration(history, d, memory)
-        // the old history is left as it was
-        expect([...sortedHistory(before)]).toEqual([...before].sort((a, b) => a - b))
+        const before = history.toArray()
+        versions.push({ history, values: before })
+        history = history.append(d)
       }
       const expected = durations.slice(-memory)
-      expect(history).toEqual(expected)
-      expect([...sortedHistory(history)]).toEqual([...expected].sort((a, b) => a - b))
+      expect(history.toArray()).toEqual(expected)
+      expect([...history.sorted()]).toEqual([...expected].sort((a, b) => a - b))
       expect(learnHistory(history)).toEqual(referenceModel(expected))
       const sla = { durationTarget: "p95" as const, maxDurationMs: 5000 }
       expect(checkSlaOfHistory(history, sla)).toEqual(checkSla(expected, sla))
+      expect(history.percentile(0.99)).toBe(percentile(expected, 0.99))
+      // every older version still answers with the durations it had (the engine never reads one)
+      for (const { history: old, values } of versions.slice(-5).concat(versions.slice(0, 2))) {
+        expect(old.toArray()).toEqual(values)
+        expect([...old.sorted()]).toEqual([...values].sort((a, b) => a - b))
+        expect(old.percentile(0.5)).toBe(percentile(values, 0.5))
+      }
+    }
+  )
+
+  it.prop(
+    "appending to an older version branches: the newer line keeps its durations",
+    [durationsArb, FastCheck.integer({ min: 1, max: 400 }), FastCheck.integer({ min: 0, max: 100_000 })],
+    ([durations, cut, extra]) => {
+      const memory = DURATION_MEMORY
+      let history = DurationHistory.empty(memory)
+      const versions: Array<DurationHistory> = [history]
+      for (const d of durations) {
+        history = history.append(d)
+        versions.push(history)
+      }
+      const at = Math.min(cut, durations.length)
+      const branch = versions[at]!.append(extra)
+      expect(branch.toArray()).toEqual([...durations.slice(0, at), extra].slice(-memory))
+      expect([...branch.sorted()]).toEqual([...durations.slice(0, at), extra].slice(-memory).sort((a, b) => a - b))
+      expect(history.toArray()).toEqual(durations.slice(-memory))
+      expect([...history.sorted()]).toEqual(durations.slice(-memory).sort((a, b) => a - b))
     }
   )
 })

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
+import { DurationHistory } from "../../src/Engine/DurationHistory.js"
 import {
   type ActiveIncident,
+  DURATION_MEMORY,
   type EngineEffect,
   type EngineEvent,
   type FinishedRun,
@@ -406,10 +408,10 @@ describe("Rules: LATE", () => {
   })
 
   it("learned: nothing before 20 durations; never below 60 s", () => {
-    expect(lateLimit(config(), Array.from({ length: 19 }, () => 1_000))).toBeNull()
+    expect(lateLimit(config(), DurationHistory.from(Array.from({ length: 19 }, () => 1_000), DURATION_MEMORY))).toBeNull()
     const s = step(daily({}, { recentDurations: Array.from({ length: 19 }, () => 1_000) }), started("r1", start)).state
     expect(nextDeadline(s)).toBe(T + GRACE + DAY)
-    expect(lateLimit(config(), Array.from({ length: 20 }, () => 100))).toEqual({ limitMs: 60_000, rule: "learned" })
+    expect(lateLimit(config(), DurationHistory.from(Array.from({ length: 20 }, () => 100), DURATION_MEMORY))).toEqual({ limitMs: 60_000, rule: "learned" })
   })
 
   it("two late runs: two occurrences of one LATE incident, resolved when neither is still open", () => {
@@ -438,7 +440,7 @@ describe("Rules: FAIL", () => {
     expect(statusOf(d.state)).toBe("FAILING")
     expect(d.state.lastRunStatus).toBe("FAIL")
     // a failed run's duration is not learned
-    expect(d.state.recentDurations).toEqual([4_000, 1_000, 3_000, 2_000])
+    expect(d.state.recentDurations.toArray()).toEqual([4_000, 1_000, 3_000, 2_000])
     // and the fail ping still accounts for the occurrence
     expect(d.state.nextExpectedAt).toBe(at("2026-03-11T02:00:00Z"))
   })
@@ -791,17 +793,17 @@ describe("Rules: status and state", () => {
     })
     expect(s.activeIncidents).toEqual([inc("MISSED"), { type: "FAIL", status: "ACKNOWLEDGED", runId: "x" }])
     expect(s.nextExpectedAt).toBe(at("2026-03-10T02:00:00Z"))
-    expect(s.recentDurations).toEqual([1, 3])
+    expect(s.recentDurations.toArray()).toEqual([1, 3])
   })
 
   it("recentDurations keeps the last 200 successful durations", () => {
     let s = daily({}, { recentDurations: Array.from({ length: 200 }, (_, i) => 1_000 + i) })
     s = step(s, success("a", T, 5_000)).state
     expect(s.recentDurations.length).toBe(200)
-    expect(s.recentDurations[0]).toBe(1_001)
-    expect(s.recentDurations[199]).toBe(5_000)
+    expect(s.recentDurations.toArray()[0]).toBe(1_001)
+    expect(s.recentDurations.toArray()[199]).toBe(5_000)
     s = step(s, success("b", T + DAY, null)).state
-    expect(s.recentDurations[199]).toBe(5_000)
+    expect(s.recentDurations.toArray()[199]).toBe(5_000)
   })
 
   it("nextDeadline: the earliest of the occurrence and the unreported LATE deadlines", () => {
