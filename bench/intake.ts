@@ -306,7 +306,7 @@ const main = async (): Promise<number> => {
       detail: `${webhookResult.events} ping.received events for ${webhookResult.acked} acknowledged pings`
     })
     notes.push(
-      `ping.received (issue #6), success phases at ${webhookResult.connections} connections back to back: ${webhookResult.without.toLocaleString("en-US")} pings/s without a subscriber; ${webhookResult.eventsOnly.toLocaleString("en-US")} (${(webhookResult.eventsOnly / webhookResult.without).toFixed(2)}) with a webhook on ping.received whose monitor filter matches none of the pinged monitors (their pings record no event); ${webhookResult.with.toLocaleString("en-US")} (${(webhookResult.with / webhookResult.without).toFixed(2)}) with a webhook receiving them all (the delivery worker also writes one delivery per event and works through them at 100 a minute).`
+      `ping.received (issue #6), success phases at ${webhookResult.connections} connections back to back: ${webhookResult.without.toLocaleString("en-US")} pings/s without a subscriber; ${webhookResult.eventsOnly.toLocaleString("en-US")} (${(webhookResult.eventsOnly / webhookResult.without).toFixed(2)}) with a webhook on ping.received whose monitor filter matches none of the pinged monitors (their pings record no event); ${webhookResult.with.toLocaleString("en-US")} (${(webhookResult.with / webhookResult.without).toFixed(2)}) with a webhook receiving them all (the delivery worker turns them into deliveries as the webhook takes them, 100 a minute).`
     )
   }
   const even = evenRate.result

@@ -177,6 +177,12 @@ export const matches = (
 }
 
 const FANOUT_BATCH = 1000
+/** ping.received deliveries a webhook has pending at most (RATE_LIMIT_PER_MINUTE: a minute's worth). */
+const PING_QUEUE = RATE_LIMIT_PER_MINUTE
+/** Events one feed of a webhook's pings looks through at most (a filter that matches few moves on anyway). */
+const PING_SCAN = 100_000
+/** While some webhook subscribes to ping.received, the worker feeds them at least this often. */
+const PING_FEED_MS = 1_000
 /** Outbound deliveries claimed at once by one lane, and lanes claiming side by side. */
 const CLAIM_BATCH = 200
 const CLAIM_LANES = 3
@@ -295,6 +301,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
           events = ${[...new Set(input.events ?? row.events)]}::text[],
           filter_monitor_ids = ${[...new Set(input.filters?.monitorIds ?? row.filter_monitor_ids)]}::uuid[],
           filter_severity = ${[...new Set(input.filters?.severity ?? row.filter_severity)]}::text[],
+          ${
+        // Subscribing to ping.received now: pings from now on, not those recorded for others before.
+        input.events !== undefined && input.events.includes("ping.received") && !row.events.includes("ping.received")
+          ? sql`ping_seq = (select coalesce(max(seq), 0) from events),`
+          : sql``}
           updated_at = ${now}
         where id = ${id}
         returning ${sql.literal(webhookColumns)}`.pipe(Effect.orDie)
@@ -353,11 +364,20 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
       return yield* sql.withTransaction(Effect.gen(function*() {
         const [cursor] = yield* sql<{ seq: string }>`select seq from delivery_cursor where id = 1 for update`
         const after = Number(cursor!.seq)
+        // Every event up to the newest seq has committed (event writers hold the events lock until
+        // they commit). ping.received is not fanned out here (feedPings makes those deliveries),
+        // so this reads the other events only, through their own index.
+        const [newest] = yield* sql<{ seq: string }>`select coalesce(max(seq), 0) as seq from events`
+        const upTo = Number(newest!.seq)
+        if (upTo <= after) return 0
         const events = yield* sql<EventRow>`
           select id, seq, org_id, type, created_at, data, monitor_ids, severity from events
-          where seq > ${after} order by seq limit ${FANOUT_BATCH}`
-        if (events.length === 0) return 0
-        const last = Number(events[events.length - 1]!.seq)
+          where seq > ${after} and seq <= ${upTo} and type <> 'ping.received' order by seq limit ${FANOUT_BATCH}`
+        const last = events.length === FANOUT_BATCH ? Number(events[events.length - 1]!.seq) : upTo
+        if (events.length === 0) {
+          yield* sql`update delivery_cursor set seq = ${last} where id = 1`
+          return 0
+        }
         const hooks = yield* sql<WebhookRow>`
           select ${sql.literal(webhookColumns)} from webhooks
           where deleted_at is null and org_id in ${sql.in([...new Set(events.map((e) => e.org_id))])}`
@@ -439,6 +459,61 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         return events.length
       }))
     }).pipe(Effect.orDie)
+
+    /**
+     * ping.received deliveries, made from the events table as the endpoint can take them: each
+     * subscribed webhook keeps at most PING_QUEUE of them pending (a minute's worth at its rate
+     * limit), and `ping_seq` says how far its pings have been turned into deliveries. The events not
+     * yet made into deliveries are its queue, so a ping costs the intake its event row only, and a
+     * backlog of a million pings is a million event rows, not a million deliveries rewritten every
+     * minute. Deliveries are still stored before they are attempted. Answers how many it made.
+     */
+    const feedPings = Effect.gen(function*() {
+      const hooks = yield* sql<{ id: string }>`
+        select id from webhooks where deleted_at is null and 'ping.received' = any(events)`
+      let made = 0
+      for (const { id } of hooks) made += yield* feedPingsOf(id)
+      return made
+    }).pipe(Effect.orDie)
+
+    const feedPingsOf = (id: string) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const [hook] = yield* sql<WebhookRow & { from_seq: string }>`
+          select ${sql.literal(webhookColumns)}, coalesce(ping_seq, after_seq) as from_seq from webhooks
+          where id = ${id} and deleted_at is null and 'ping.received' = any(events) for update`
+        if (hook === undefined) return 0
+        const [queued] = yield* sql<{ n: number }>`
+          select count(*)::int as n from webhook_deliveries
+          where webhook_id = ${id} and status = 'pending' and event_type = 'ping.received'`
+        const room = PING_QUEUE - queued!.n
+        if (room <= 0) return 0
+        const from = Number(hook.from_seq)
+        const [newest] = yield* sql<{ seq: string }>`select coalesce(max(seq), 0) as seq from events`
+        const upTo = Math.min(Number(newest!.seq), from + PING_SCAN)
+        if (upTo <= from) return 0
+        const filter = hook.filter_monitor_ids
+        const events = yield* sql<EventRow>`
+          select id, seq, org_id, type, created_at, data, monitor_ids, severity from events
+          where seq > ${from} and seq <= ${upTo} and type = 'ping.received' and org_id = ${hook.org_id}
+            ${filter.length === 0 ? sql`` : sql`and monitor_ids && ${filter}::uuid[]`}
+          order by seq limit ${room}`
+        const reached = events.length === room ? Number(events[events.length - 1]!.seq) : upTo
+        if (events.length > 0) {
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const rows = events.map((e) => ({
+            event_id: e.id,
+            event_seq: Number(e.seq),
+            body: JSON.stringify(envelopeOf(toStoredEvent(e)))
+          }))
+          yield* sql`
+            insert into webhook_deliveries (webhook_id, event_id, event_seq, event_type, body, created_at, next_attempt_at)
+            select ${id}, t.event_id, t.event_seq, 'ping.received', t.body, ${now}, ${now}
+            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as t(event_id uuid, event_seq bigint, body text)
+            on conflict do nothing`
+        }
+        yield* sql`update webhooks set ping_seq = ${reached} where id = ${id}`
+        return events.length
+      })).pipe(Effect.orDie)
 
     // ---- attempts -----------------------------------------------------------------------------------
 
@@ -808,11 +883,14 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         const [events] = yield* Effect.all([fanOutBatch, sendDue], { concurrency: "unbounded" })
         if (events < FANOUT_BATCH) break
       }
+      yield* feedPings
       yield* sendDue
       const now = yield* Clock.currentTimeMillis
       yield* purgeRates(now)
       const due = yield* nextDue
-      return due === undefined ? SAFETY_POLL_MS : Math.min(SAFETY_POLL_MS, Math.max(1, due - now))
+      // Ping events do not wake the worker: while someone subscribes to them, it looks every second.
+      const poll = intake.pingEventsOn() ? PING_FEED_MS : SAFETY_POLL_MS
+      return due === undefined ? poll : Math.min(poll, Math.max(1, due - now))
     })
 
     const wake = yield* Queue.unbounded<Deferred.Deferred<void> | undefined>()

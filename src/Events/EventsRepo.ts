@@ -47,14 +47,15 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("jobmon/EventsRepo"
 
     /**
      * One statement: the advisory lock first (the CTE is scanned before any row is projected, so
-     * before `seq` is drawn), then the rows, in input order. It runs on the ambient transaction's
+     * before `seq` is drawn), then the rows, in input order. It also wakes the delivery workers
+     * (LISTEN jobmon_delivery, delivered at commit; the ping writer's events do not wake them). It runs on the ambient transaction's
      * connection when there is one, and is a transaction of its own otherwise.
      */
     const insertMany = (rows: ReadonlyArray<NewEventRow>) =>
       rows.length === 0
         ? Effect.succeed([] as ReadonlyArray<EventRow>)
         : sql<EventRow>`
-          with lock as (select pg_advisory_xact_lock(${sql.literal(String(EVENTS_LOCK_KEY))}))
+          with lock as (select pg_advisory_xact_lock(${sql.literal(String(EVENTS_LOCK_KEY))}), pg_notify('jobmon_delivery', 'events'))
           insert into events (org_id, type, created_at, data, monitor_ids, severity)
           select t.org_id, t.type, t.created_at, t.data, t.monitor_ids, t.severity
           from lock, rows from (jsonb_to_recordset(${

@@ -325,7 +325,10 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
      */
     const setPingEvents = (which: "none" | "all" | ReadonlySet<string>) => Effect.sync(() => void (writer.pingEvents = which))
 
-    return { submit, submitEffect, setPingEvents, writerStats: writer.stats, drain: () => writer.drain() } as const
+    /** Whether some pings record ping.received events now. */
+    const pingEventsOn = () => writer.pingEvents !== "none"
+
+    return { submit, submitEffect, setPingEvents, pingEventsOn, writerStats: writer.stats, drain: () => writer.drain() } as const
   })
 }) {}
 

@@ -319,6 +319,67 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       expect((yield* call("POST", `/api/ping/${other.id}/success`)).status).toBe(200)
       expect(yield* eventsOf(other.id)).toBe(1)
     })))
+
+  it.effect("ping.received: deliveries are made as the webhook can take them (100 a minute), oldest pings first, none lost", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const target = yield* receiver([200])
+      const a = yield* createMonitor()
+      const b = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["ping.received"], filters: { monitorIds: [a.id, b.id] } })
+      const runIds: Array<string> = []
+      for (let i = 0; i < 75; i++) {
+        for (const m of [a, b]) {
+          const r = yield* call("POST", `/api/ping/${m.id}/success`, { body: { durationMs: i + 1 } })
+          expect(r.status, r.text).toBe(200)
+          runIds.push(r.body.runId)
+        }
+      }
+      // Every ping has its event at once; deliveries are made only as far as the webhook can take them.
+      const [events] = yield* sql<{ n: number }>`
+        select count(*)::int as n from events where type = 'ping.received' and monitor_ids && ${[a.id, b.id]}::uuid[]`
+      expect(events!.n).toBe(150)
+      yield* flush
+      yield* flush
+      expect(target.received).toHaveLength(100)
+      // the oldest 100 pings first (POSTs run side by side, so their arrival order is not the pings')
+      expect(target.received.map((r) => r.body.data.ping.runId).sort()).toEqual(runIds.slice(0, 100).sort())
+      const [made] = yield* sql<{ n: number; pending: number }>`
+        select count(*)::int as n, count(*) filter (where status = 'pending')::int as pending
+        from webhook_deliveries where webhook_id = ${hook.id}`
+      expect(made!.n).toBeLessThanOrEqual(150)
+      expect(made!.pending).toBeLessThanOrEqual(100)
+      // The next minute: the rest, and nothing twice.
+      yield* TestClock.adjust("61 seconds")
+      yield* flush
+      yield* flush
+      expect(target.received).toHaveLength(150)
+      expect(target.received.map((r) => r.body.data.ping.runId).sort()).toEqual([...runIds].sort())
+      expect(new Set(target.received.map((r) => r.headers["x-service-delivery"])).size).toBe(150)
+      for (const r of target.received) {
+        expect(r.headers["x-service-signature"]).toBe(createHmac("sha256", hook.secret).update(r.raw).digest("hex"))
+      }
+      expect((yield* call("DELETE", `/api/webhooks/${hook.id}`)).status).toBe(204)
+    })))
+
+  it.effect("a webhook that starts subscribing to ping.received receives the pings from then on", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const first = yield* receiver([200])
+      const later = yield* receiver([200])
+      const monitor = yield* createMonitor()
+      const watching = yield* createWebhook({ url: first.url, events: ["ping.received"], filters: { monitorIds: [monitor.id] } })
+      const joining = yield* createWebhook({ url: later.url, events: ["incident.opened"], filters: { monitorIds: [monitor.id] } })
+      for (let i = 0; i < 2; i++) expect((yield* call("POST", `/api/ping/${monitor.id}/success`)).status).toBe(200)
+      const patched = yield* call("PATCH", `/api/webhooks/${joining.id}`, { body: { events: ["incident.opened", "ping.received"] } })
+      expect(patched.status, patched.text).toBe(200)
+      const last = yield* call("POST", `/api/ping/${monitor.id}/success`)
+      expect(last.status).toBe(200)
+      yield* flush
+      yield* flush
+      expect(first.received).toHaveLength(3)
+      expect(later.received.map((r) => r.body.data.ping.runId)).toEqual([last.body.runId])
+      for (const hook of [watching, joining]) expect((yield* call("DELETE", `/api/webhooks/${hook.id}`)).status).toBe(204)
+    })))
 })
 
 it.effect("after a restart, a pending delivery resumes when its retry is due", () =>
