@@ -177,7 +177,7 @@ export class BenchDb {
 
   /** ping.received events recorded so far. */
   async pingEventCount(): Promise<number> {
-    const r = await this.client.query<{ n: string }>(`select count(*) as n from events where type = 'ping.received'`)
+    const r = await this.client.query<{ n: string }>(`select count(*) as n from ping_events`)
     return Number(r.rows[0]!.n)
   }
 

@@ -179,8 +179,11 @@ export const matches = (
 const FANOUT_BATCH = 1000
 /** ping.received deliveries a webhook has pending at most (RATE_LIMIT_PER_MINUTE: a minute's worth). */
 const PING_QUEUE = RATE_LIMIT_PER_MINUTE
-/** Events one feed of a webhook's pings looks through at most (a filter that matches few moves on anyway). */
+/** Ping events one feed of a webhook looks through at most (a filter that matches few moves on anyway). */
 const PING_SCAN = 100_000
+/** Ping events are kept this long at least (GET /api/events?type=ping.received). */
+const PING_EVENTS_KEEP_MS = 24 * 3_600_000
+const PURGE_CHUNK = 50_000
 /** While some webhook subscribes to ping.received, the worker feeds them at least this often. */
 const PING_FEED_MS = 1_000
 /** Outbound deliveries claimed at once by one lane, and lanes claiming side by side. */
@@ -273,10 +276,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
       const secret = input.secret ?? newSecret()
       const now = new Date(yield* Clock.currentTimeMillis)
       const [row] = yield* sql<WebhookRow>`
-        insert into webhooks (org_id, url, secret, events, filter_monitor_ids, filter_severity, after_seq, created_at, updated_at)
+        insert into webhooks (org_id, url, secret, events, filter_monitor_ids, filter_severity, after_seq, ping_seq, created_at, updated_at)
         values (${orgId}, ${input.url}, ${secret}, ${[...new Set(input.events)]}::text[],
           ${[...new Set(input.filters?.monitorIds ?? [])]}::uuid[], ${[...new Set(input.filters?.severity ?? [])]}::text[],
-          (select coalesce(max(seq), 0) from events), ${now}, ${now})
+          (select coalesce(max(seq), 0) from events), (select coalesce(max(seq), 0) from ping_events), ${now}, ${now})
         returning ${sql.literal(webhookColumns)}`.pipe(Effect.orDie)
       yield* syncPingEvents
       return { ...toWebhook(row!), secret }
@@ -304,7 +307,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
           ${
         // Subscribing to ping.received now: pings from now on, not those recorded for others before.
         input.events !== undefined && input.events.includes("ping.received") && !row.events.includes("ping.received")
-          ? sql`ping_seq = (select coalesce(max(seq), 0) from events),`
+          ? sql`ping_seq = (select coalesce(max(seq), 0) from ping_events),`
           : sql``}
           updated_at = ${now}
         where id = ${id}
@@ -364,20 +367,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
       return yield* sql.withTransaction(Effect.gen(function*() {
         const [cursor] = yield* sql<{ seq: string }>`select seq from delivery_cursor where id = 1 for update`
         const after = Number(cursor!.seq)
-        // Every event up to the newest seq has committed (event writers hold the events lock until
-        // they commit). ping.received is not fanned out here (feedPings makes those deliveries),
-        // so this reads the other events only, through their own index.
-        const [newest] = yield* sql<{ seq: string }>`select coalesce(max(seq), 0) as seq from events`
-        const upTo = Number(newest!.seq)
-        if (upTo <= after) return 0
         const events = yield* sql<EventRow>`
           select id, seq, org_id, type, created_at, data, monitor_ids, severity from events
-          where seq > ${after} and seq <= ${upTo} and type <> 'ping.received' order by seq limit ${FANOUT_BATCH}`
-        const last = events.length === FANOUT_BATCH ? Number(events[events.length - 1]!.seq) : upTo
-        if (events.length === 0) {
-          yield* sql`update delivery_cursor set seq = ${last} where id = 1`
-          return 0
-        }
+          where seq > ${after} order by seq limit ${FANOUT_BATCH}`
+        if (events.length === 0) return 0
+        const last = Number(events[events.length - 1]!.seq)
         const hooks = yield* sql<WebhookRow>`
           select ${sql.literal(webhookColumns)} from webhooks
           where deleted_at is null and org_id in ${sql.in([...new Set(events.map((e) => e.org_id))])}`
@@ -461,11 +455,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
     }).pipe(Effect.orDie)
 
     /**
-     * ping.received deliveries, made from the events table as the endpoint can take them: each
-     * subscribed webhook keeps at most PING_QUEUE of them pending (a minute's worth at its rate
-     * limit), and `ping_seq` says how far its pings have been turned into deliveries. The events not
-     * yet made into deliveries are its queue, so a ping costs the intake its event row only, and a
-     * backlog of a million pings is a million event rows, not a million deliveries rewritten every
+     * ping.received deliveries, made from `ping_events` (sql/0011_ping_events.sql) as the endpoint
+     * can take them: each subscribed webhook keeps at most PING_QUEUE of them pending (a minute's
+     * worth at its rate limit), and `ping_seq` says how far its pings have been turned into
+     * deliveries; the rows after it are its queue. So a ping costs the intake one narrow row, and a
+     * backlog of a million pings is a million such rows, not a million deliveries rewritten every
      * minute. Deliveries are still stored before they are attempted. Answers how many it made.
      */
     const feedPings = Effect.gen(function*() {
@@ -478,8 +472,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
 
     const feedPingsOf = (id: string) =>
       sql.withTransaction(Effect.gen(function*() {
-        const [hook] = yield* sql<WebhookRow & { from_seq: string }>`
-          select ${sql.literal(webhookColumns)}, coalesce(ping_seq, after_seq) as from_seq from webhooks
+        // The webhook's row locked: instances take turns feeding it.
+        const [hook] = yield* sql<WebhookRow & { ping_seq: string }>`
+          select ${sql.literal(webhookColumns)}, ping_seq from webhooks
           where id = ${id} and deleted_at is null and 'ping.received' = any(events) for update`
         if (hook === undefined) return 0
         const [queued] = yield* sql<{ n: number }>`
@@ -487,24 +482,22 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
           where webhook_id = ${id} and status = 'pending' and event_type = 'ping.received'`
         const room = PING_QUEUE - queued!.n
         if (room <= 0) return 0
-        const from = Number(hook.from_seq)
-        const [newest] = yield* sql<{ seq: string }>`select coalesce(max(seq), 0) as seq from events`
+        const from = Number(hook.ping_seq)
+        // Every row up to the newest seq has committed (writers hold the ping events lock until then).
+        const [newest] = yield* sql<{ seq: string }>`select coalesce(max(seq), 0) as seq from ping_events`
         const upTo = Math.min(Number(newest!.seq), from + PING_SCAN)
         if (upTo <= from) return 0
         const filter = hook.filter_monitor_ids
         const events = yield* sql<EventRow>`
-          select id, seq, org_id, type, created_at, data, monitor_ids, severity from events
-          where seq > ${from} and seq <= ${upTo} and type = 'ping.received' and org_id = ${hook.org_id}
+          select id, seq, org_id, type, created_at, data, monitor_ids, severity from ping_received_events
+          where seq > ${from} and seq <= ${upTo} and org_id = ${hook.org_id}
             ${filter.length === 0 ? sql`` : sql`and monitor_ids && ${filter}::uuid[]`}
           order by seq limit ${room}`
         const reached = events.length === room ? Number(events[events.length - 1]!.seq) : upTo
         if (events.length > 0) {
           const now = new Date(yield* Clock.currentTimeMillis)
-          const rows = events.map((e) => ({
-            event_id: e.id,
-            event_seq: Number(e.seq),
-            body: JSON.stringify(envelopeOf(toStoredEvent(e)))
-          }))
+          // event_seq: the ping's own seq, so that the claims take a webhook's pings oldest first
+          const rows = events.map((e) => ({ event_id: e.id, event_seq: Number(e.seq), body: JSON.stringify(envelopeOf(toStoredEvent(e))) }))
           yield* sql`
             insert into webhook_deliveries (webhook_id, event_id, event_seq, event_type, body, created_at, next_attempt_at)
             select ${id}, t.event_id, t.event_seq, 'ping.received', t.body, ${now}, ${now}
@@ -514,6 +507,30 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         yield* sql`update webhooks set ping_seq = ${reached} where id = ${id}`
         return events.length
       })).pipe(Effect.orDie)
+
+    /**
+     * Ping events every subscriber has been fed and that are over a day old are deleted, oldest
+     * first, in chunks (they stay a day for GET /api/events?type=ping.received).
+     */
+    const purgePingEvents = (now: number) =>
+      Effect.gen(function*() {
+        const cutoff = new Date(now - PING_EVENTS_KEEP_MS)
+        for (;;) {
+          const deleted = yield* sql<{ n: number }>`
+            with fed as (
+              select coalesce(
+                (select min(ping_seq) from webhooks where deleted_at is null and 'ping.received' = any(events)),
+                (select max(seq) from ping_events)) as seq
+            ), gone as (
+              delete from ping_events where seq in (
+                select seq from ping_events where seq <= (select seq from fed) order by seq limit ${PURGE_CHUNK})
+              and at < ${cutoff}
+              returning 1
+            )
+            select count(*)::int as n from gone`
+          if ((deleted[0]?.n ?? 0) < PURGE_CHUNK) return
+        }
+      }).pipe(Effect.orDie)
 
     // ---- attempts -----------------------------------------------------------------------------------
 
@@ -876,6 +893,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
       now - purgedAt < RATE_WINDOW_MS ? Effect.void : Effect.gen(function*() {
         purgedAt = now
         yield* sql`delete from webhook_rate where window_start < ${new Date(now - 2 * RATE_WINDOW_MS)}`.pipe(Effect.orDie)
+        yield* purgePingEvents(now)
       })
 
     const pass = Effect.gen(function*() {

@@ -38,6 +38,9 @@ export interface EventQuery {
  */
 export const EVENTS_LOCK_KEY = 7_316_402_120
 
+/** The same for `ping_events` (src/Pings/RunWriter.ts): their own lock, so pings never wait for domain events. */
+export const PING_EVENTS_LOCK_KEY = 7_316_402_121
+
 const columns = "id, seq, org_id, type, created_at, data, monitor_ids, severity"
 
 export class EventsRepo extends Effect.Service<EventsRepo>()("jobmon/EventsRepo", {
@@ -47,15 +50,14 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("jobmon/EventsRepo"
 
     /**
      * One statement: the advisory lock first (the CTE is scanned before any row is projected, so
-     * before `seq` is drawn), then the rows, in input order. It also wakes the delivery workers
-     * (LISTEN jobmon_delivery, delivered at commit; the ping writer's events do not wake them). It runs on the ambient transaction's
+     * before `seq` is drawn), then the rows, in input order. It runs on the ambient transaction's
      * connection when there is one, and is a transaction of its own otherwise.
      */
     const insertMany = (rows: ReadonlyArray<NewEventRow>) =>
       rows.length === 0
         ? Effect.succeed([] as ReadonlyArray<EventRow>)
         : sql<EventRow>`
-          with lock as (select pg_advisory_xact_lock(${sql.literal(String(EVENTS_LOCK_KEY))}), pg_notify('jobmon_delivery', 'events'))
+          with lock as (select pg_advisory_xact_lock(${sql.literal(String(EVENTS_LOCK_KEY))}))
           insert into events (org_id, type, created_at, data, monitor_ids, severity)
           select t.org_id, t.type, t.created_at, t.data, t.monitor_ids, t.severity
           from lock, rows from (jsonb_to_recordset(${
@@ -76,9 +78,13 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("jobmon/EventsRepo"
           Effect.withSpan("EventsRepo.insertMany")
         )
 
+    /**
+     * ping.received events live in `ping_events` (sql/0011_ping_events.sql) with a seq of their own:
+     * they are listed when asked for by type, never mixed into the other events' stream.
+     */
     const list = (q: EventQuery) =>
       sql<EventRow>`
-        select ${cols} from events
+        select ${cols} from ${q.type === "ping.received" ? sql`ping_received_events` : sql`events`}
         where org_id = ${q.orgId}
           ${q.after === undefined ? sql`` : sql`and seq > ${q.after}`}
           ${q.before === undefined ? sql`` : sql`and seq < ${q.before}`}

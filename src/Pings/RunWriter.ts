@@ -1,5 +1,5 @@
 import type pg from "pg"
-import { EVENTS_LOCK_KEY } from "../Events/EventsRepo.js"
+import { PING_EVENTS_LOCK_KEY } from "../Events/EventsRepo.js"
 import type { RunRow } from "./Pairing.js"
 
 /**
@@ -32,24 +32,19 @@ on conflict (id, started_at) do update set
 
 /**
  * The same, also recording one `ping.received` event per ping (docs/events.md) in the same
- * statement, under the events table's ordering lock (src/Events/EventsRepo.ts). The payload
- * (pingReceived's shape, src/Events/Payloads.ts) is built by PostgreSQL from seven array columns
- * of the pings in arrival order ($13…$19), not sent as JSON: a JSON document per ping cost the
- * service more than the rest of the write.
+ * statement: a narrow row of `ping_events` (sql/0011_ping_events.sql) from seven array columns of
+ * the pings in arrival order ($13…$19). The payload is built when the event is read (the view
+ * `ping_received_events`), not per ping. The rows are drawn under a lock of their own held until
+ * commit, so `seq` becomes visible in order (the webhook feed reads "seq > N") even with several
+ * writer lanes.
  */
 const UPSERT_WITH_EVENTS = UPSERT.replace(
   "\n)\ninsert into runs",
   `
-), ping_events as (
-  insert into events (org_id, type, created_at, data, monitor_ids)
-  select e.org_id, 'ping.received', to_timestamp(e.at_ms / 1000.0),
-         jsonb_build_object('ping', jsonb_build_object(
-           'monitorId', e.monitor_id, 'runId', e.run_id,
-           'kind', case e.status when 'RUNNING' then 'start' when 'SUCCESS' then 'success' else 'fail' end,
-           'at', to_char(to_timestamp(e.at_ms / 1000.0) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-           'status', e.status, 'durationMs', e.duration_ms, 'exitCode', e.exit_code)),
-         array[e.monitor_id]
-  from (select pg_advisory_xact_lock(${EVENTS_LOCK_KEY})) lock,
+), recorded as (
+  insert into ping_events (org_id, monitor_id, run_id, status, at, duration_ms, exit_code)
+  select e.org_id, e.monitor_id, e.run_id, e.status, to_timestamp(e.at_ms / 1000.0), e.duration_ms, e.exit_code
+  from (select pg_advisory_xact_lock(${PING_EVENTS_LOCK_KEY})) lock,
        unnest($13::uuid[], $14::uuid[], $15::uuid[], $16::text[], $17::float8[], $18::int8[], $19::int4[])
          with ordinality as e(run_id, monitor_id, org_id, status, at_ms, duration_ms, exit_code, ord)
   order by e.ord

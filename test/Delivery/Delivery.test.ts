@@ -297,7 +297,7 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       const other = yield* createMonitor()
       const eventsOf = (monitorId: string) =>
         Effect.map(
-          sql<{ n: number }>`select count(*)::int as n from events where type = 'ping.received' and ${monitorId}::uuid = any(monitor_ids)`,
+          sql<{ n: number }>`select count(*)::int as n from ping_events where monitor_id = ${monitorId}`,
           (rows) => rows[0]!.n
         ).pipe(Effect.orDie)
       const hook = yield* createWebhook({ url: target.url, events: ["ping.received"], filters: { monitorIds: [watched.id] } })
@@ -337,7 +337,7 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       }
       // Every ping has its event at once; deliveries are made only as far as the webhook can take them.
       const [events] = yield* sql<{ n: number }>`
-        select count(*)::int as n from events where type = 'ping.received' and monitor_ids && ${[a.id, b.id]}::uuid[]`
+        select count(*)::int as n from ping_events where monitor_id = any(${[a.id, b.id]}::uuid[])`
       expect(events!.n).toBe(150)
       yield* flush
       yield* flush
@@ -379,6 +379,33 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       expect(first.received).toHaveLength(3)
       expect(later.received.map((r) => r.body.data.ping.runId)).toEqual([last.body.runId])
       for (const hook of [watching, joining]) expect((yield* call("DELETE", `/api/webhooks/${hook.id}`)).status).toBe(204)
+    })))
+
+  it.effect("ping events are kept a day after every subscriber has been sent them, and not deleted before", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const target = yield* receiver([200])
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["ping.received"], filters: { monitorIds: [monitor.id] } })
+      const stored = Effect.map(
+        sql<{ n: number }>`select count(*)::int as n from ping_events where monitor_id = ${monitor.id}`,
+        (rows) => rows[0]!.n
+      ).pipe(Effect.orDie)
+      for (let i = 0; i < 3; i++) expect((yield* call("POST", `/api/ping/${monitor.id}/success`)).status).toBe(200)
+      yield* flush
+      expect(target.received).toHaveLength(3)
+      yield* TestClock.adjust("23 hours")
+      yield* flush
+      expect(yield* stored).toBe(3)
+      expect((yield* call("GET", `/api/events?type=ping.received&monitorId=${monitor.id}`)).body.events).toHaveLength(3)
+      yield* TestClock.adjust("2 hours")
+      const fresh = yield* call("POST", `/api/ping/${monitor.id}/success`)
+      expect(fresh.status).toBe(200)
+      yield* flush
+      // the three from yesterday are gone; today's is kept (and delivered)
+      expect(yield* stored).toBe(1)
+      expect(target.received.map((r) => r.body.data.ping.runId)).toContain(fresh.body.runId)
+      expect((yield* call("DELETE", `/api/webhooks/${hook.id}`)).status).toBe(204)
     })))
 })
 
