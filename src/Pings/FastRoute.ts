@@ -8,12 +8,12 @@ const PING_PATH = /^\/api\/ping\/([^/]+)\/(start|success|fail)\/?$/
 
 const send = (res: http.ServerResponse, reply: PingReply) => {
   const text = JSON.stringify(reply.body)
-  res.writeHead(reply.status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-    "x-api-version": "1",
-    ...reply.headers
-  })
+  res.writeHead(
+    reply.status,
+    reply.headers === undefined
+      ? { "content-type": "application/json", "content-length": Buffer.byteLength(text), "x-api-version": "1" }
+      : { "content-type": "application/json", "content-length": Buffer.byteLength(text), "x-api-version": "1", ...reply.headers }
+  )
   res.end(text)
 }
 

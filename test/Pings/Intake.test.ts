@@ -164,11 +164,17 @@ for (const fastPings of [true, false]) {
           const monitor = yield* createMonitor()
           const statuses: Array<number> = []
           let limited: any
+          let accepted: any
           for (let i = 0; i < 30; i++) {
             const r = yield* sendPing(monitor.id, "success")
             statuses.push(r.status)
             if (r.status === 429 && limited === undefined) limited = r
+            if (r.status === 200) accepted = r
           }
+          // The limit's headers come with the 429 only; every answer carries the API version.
+          expect(accepted.headers["x-ratelimit-limit"]).toBeUndefined()
+          expect(accepted.headers["x-api-version"]).toBe("1")
+          expect(limited?.headers["x-api-version"]).toBe("1")
           const ok = statuses.filter((s) => s === 200).length
           expect(ok).toBeGreaterThanOrEqual(20)
           expect(ok).toBeLessThan(30)
