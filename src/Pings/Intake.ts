@@ -7,6 +7,7 @@ import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
 import { isUuid } from "../Domain/Ids.js"
 import { Engine } from "../Engine/Engine.js"
+import type { EngineEvent } from "../Engine/Model.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
 import { prepareOutput } from "./Output.js"
 import { type OpenRun, pair, type PingKind } from "./Pairing.js"
@@ -85,6 +86,23 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const runtime = yield* Effect.runtime<never>()
     const writer = new RunWriter(database.pool, config.pingWriterLanes)
     yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
+
+    /**
+     * Committed pings of the batch being answered, for the incident engine: monitor id, event,
+     * monitor id, event, … They reach the engine after the whole batch is answered (the answers are
+     * what the clients wait for; the engine's judgement is not), in commit order.
+     */
+    const committed: Array<string | EngineEvent> = []
+    writer.afterSettle = () => {
+      for (let i = 0; i < committed.length; i += 2) {
+        try {
+          engine.send(committed[i] as string, committed[i + 1] as EngineEvent)
+        } catch {
+          // one monitor's failure must not keep the others' pings from the engine
+        }
+      }
+      committed.length = 0
+    }
 
     // Open runs of every monitor, so pairing is a synchronous decision.
     const states = new Map<string, MonitorPingState>()
@@ -234,8 +252,8 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       }
       writer.write(row, (failure) => {
         if (failure === undefined) {
-          // Committed: now the monitor's actor judges it.
-          engine.send(
+          // Committed: the monitor's actor judges it once every ping of the batch is answered.
+          committed.push(
             info.id,
             row.status === "RUNNING"
               ? { _tag: "RunStarted", runId: row.id, at: row.startedAt }

@@ -123,7 +123,10 @@ export const DEFAULT_LANES = 2
 
 interface Lane {
   pending: Array<Pending>
+  /** A batch is being written. */
   flushing: boolean
+  /** A flush is scheduled for the end of this turn of the event loop. */
+  scheduled: boolean
 }
 
 /** The lane of a monitor: a hash of its id (the last characters of a UUID are random). */
@@ -152,18 +155,33 @@ export class RunWriter {
    * lane, so its pings are committed, and answered, in the order they arrived.
    */
   constructor(private readonly pool: pg.Pool, lanes: number = DEFAULT_LANES) {
-    this.lanes = Array.from({ length: Math.max(1, Math.floor(lanes)) }, () => ({ pending: [], flushing: false }))
+    this.lanes = Array.from({ length: Math.max(1, Math.floor(lanes)) }, () => ({ pending: [], flushing: false, scheduled: false }))
   }
 
   write(row: RunRow, done: WriteCallback): void {
     if (this.closed) return done(new Error("the run writer is shut down"))
     const lane = this.lanes[laneOf(row.monitorId, this.lanes.length)]!
     lane.pending.push({ row, done })
-    if (!lane.flushing) this.flush(lane)
+    if (!lane.flushing && !lane.scheduled) {
+      // An idle lane writes at the end of this turn of the event loop (setImmediate runs after the
+      // I/O callbacks of the turn): the pings that arrived together go in one batch, instead of the
+      // first alone and the others waiting for its commit.
+      lane.scheduled = true
+      setImmediate(() => {
+        lane.scheduled = false
+        if (!lane.flushing && lane.pending.length > 0) this.flush(lane)
+      })
+    }
   }
 
+  /**
+   * Called once the callers of a batch have all been answered (see Intake: it replies to every
+   * ping of the batch first and hands them to the incident engine after).
+   */
+  afterSettle: () => void = () => {}
+
   private idle(): boolean {
-    for (const lane of this.lanes) if (lane.flushing || lane.pending.length > 0) return false
+    for (const lane of this.lanes) if (lane.flushing || lane.scheduled || lane.pending.length > 0) return false
     return true
   }
 
@@ -232,6 +250,11 @@ export class RunWriter {
       } catch {
         // a caller's callback must not stop the writer
       }
+    }
+    try {
+      this.afterSettle()
+    } catch {
+      // nor may what follows the answers
     }
   }
 
