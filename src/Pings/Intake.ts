@@ -1,11 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, ParseResult, Runtime, Schema } from "effect"
-import { randomUUID } from "node:crypto"
 import { type CachedAuth, parseBearer, Tokens } from "../Auth/Tokens.js"
 import { scopeAllows } from "../Auth/Token.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
-import { isUuid } from "../Domain/Ids.js"
+import { isUuid, newTimeOrderedId } from "../Domain/Ids.js"
 import { Engine } from "../Engine/Engine.js"
 import type { EngineEvent } from "../Engine/Model.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
@@ -213,7 +212,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
         {
           monitorId: info.id,
           orgId: info.orgId,
-          newId: randomUUID,
+          newId: () => newTimeOrderedId(now),
           isFinished: (id) => state.finished.includes(id)
         },
         state.openRuns,
