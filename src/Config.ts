@@ -61,7 +61,7 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   runsRetentionDays: Config.integer("RUNS_RETENTION_DAYS").pipe(Config.withDefault(0)),
   runsCompressAfterDays: Config.integer("RUNS_COMPRESS_AFTER_DAYS").pipe(Config.withDefault(7)),
   pingWriterLanes: Config.integer("PING_WRITER_LANES").pipe(
-    Config.withDefault(2),
+    Config.withDefault(1),
     Config.validate({ message: "PING_WRITER_LANES must be between 1 and 8", validation: (n) => n >= 1 && n <= 8 })
   )
 }).pipe(

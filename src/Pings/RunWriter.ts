@@ -119,7 +119,7 @@ export interface RunWriterStats {
 }
 
 /** Batches in flight at once, one per lane (a monitor's pings always use the same lane). */
-export const DEFAULT_LANES = 2
+export const DEFAULT_LANES = 1
 
 interface Lane {
   pending: Array<Pending>

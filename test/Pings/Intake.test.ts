@@ -2,7 +2,11 @@ import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Engine } from "../../src/Engine/Engine.js"
+import { randomUUID } from "node:crypto"
+import { Database } from "../../src/Db/Database.js"
 import { Intake } from "../../src/Pings/Intake.js"
+import type { RunRow } from "../../src/Pings/Pairing.js"
+import { RunWriter } from "../../src/Pings/RunWriter.js"
 import { call, createMonitor, createOrganization, createToken, sendPing, TestServer } from "../support/fixture.js"
 
 const runsOf = (monitorId: string, query = "") =>
@@ -254,6 +258,55 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.recei
 })
 
 layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("the run writer", (it) => {
+  it.effect("with several lanes, each monitor's rows commit in the order they were written", () =>
+    Effect.gen(function*() {
+      const database = yield* Database
+      const sql = yield* SqlClient.SqlClient
+      const writer = new RunWriter(database.pool, 3)
+      const orgId = randomUUID()
+      const monitors = Array.from({ length: 12 }, () => randomUUID())
+      const T = Date.parse("2026-11-25T12:00:00Z")
+      const order: Array<string> = []
+      const write = (row: RunRow) =>
+        new Promise<void>((resolve, reject) =>
+          writer.write(row, (error) => {
+            order.push(`${row.monitorId} ${row.id} ${row.status}`)
+            return error === undefined ? resolve() : reject(error)
+          }))
+      const base = { orgId, startInferred: false, exitCode: null, output: null, outputTruncated: false, outputBytes: null }
+      const done = yield* Effect.promise(async () => {
+        const all: Array<Promise<void>> = []
+        for (let round = 0; round < 5; round++) {
+          for (const [i, monitorId] of monitors.entries()) {
+            const id = randomUUID()
+            const startedAt = T + round * 60_000 + i
+            all.push(write({ ...base, id, monitorId, status: "RUNNING", startedAt, finishedAt: null, durationMs: null, pingAt: startedAt }))
+            // the success is written on a later turn, while the start's batch may still be in flight
+            await new Promise((resolve) => setImmediate(resolve))
+            all.push(write({ ...base, id, monitorId, status: "SUCCESS", startedAt, finishedAt: startedAt + 500, durationMs: 500, pingAt: startedAt + 500 }))
+          }
+        }
+        await Promise.all(all)
+        await writer.close()
+        return all.length
+      })
+      expect(done).toBe(120)
+      // every run ends in its last written state: a start committed after its success would leave it RUNNING
+      const rows = yield* sql<{ status: string; n: number }>`
+        select status, count(*)::int as n from runs where monitor_id = any(${monitors}::uuid[]) group by status`
+      expect(rows).toEqual([{ status: "SUCCESS", n: 60 }])
+      // and each monitor's writes were answered in the order they were made
+      for (const monitorId of monitors) {
+        const mine = order.filter((line) => line.startsWith(monitorId))
+        expect(mine).toHaveLength(10)
+        for (let k = 0; k < mine.length; k += 2) {
+          expect(mine[k]!.endsWith("RUNNING")).toBe(true)
+          expect(mine[k + 1]).toBe(mine[k]!.replace("RUNNING", "SUCCESS"))
+        }
+      }
+    }))
+
+
   it.effect("a ping whose values the database refuses fails alone; the pings of its batch are stored", () =>
     Effect.gen(function*() {
       const monitor = yield* createMonitor()
