@@ -63,8 +63,6 @@ export interface ServiceOptions {
   readonly logFile?: string | undefined
   /** More environment for the service. */
   readonly env?: Readonly<Record<string, string>> | undefined
-  /** The checkout to run (another worktree, for an A/B comparison); this one by default. */
-  readonly root?: string | undefined
 }
 
 /** `node bin/jobmon.js serve` as a child; resolves once /healthz answers 200. */
@@ -76,7 +74,7 @@ export const startService = async (options: ServiceOptions): Promise<RunningServ
     "serve"
   ]
   const child = spawnChild("service", process.execPath, args, {
-    cwd: options.root ?? ROOT,
+    cwd: ROOT,
     ...(options.logFile === undefined ? {} : { logFile: options.logFile }),
     env: {
       ...process.env,

@@ -243,13 +243,16 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         }
       })
 
+    /** The webhooks that receive ping.received (a condition on `webhooks`). */
+    const subscribedToPings = sql.literal("deleted_at is null and 'ping.received' = any(events)")
+
     /**
      * ping.received events are written only while some webhook subscribes to them, and only for
      * the monitors such a webhook can receive: all of them when one has no monitor filter.
      */
     const syncPingEvents = Effect.gen(function*() {
       const rows = yield* sql<{ monitor_ids: ReadonlyArray<string> }>`
-        select filter_monitor_ids as monitor_ids from webhooks where deleted_at is null and 'ping.received' = any(events)`
+        select filter_monitor_ids as monitor_ids from webhooks where ${subscribedToPings}`
       yield* intake.setPingEvents(
         rows.length === 0 ? "none" : rows.some((r) => r.monitor_ids.length === 0) ? "all" : new Set(rows.flatMap((r) => r.monitor_ids))
       )
@@ -464,7 +467,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
      */
     const feedPings = Effect.gen(function*() {
       const hooks = yield* sql<{ id: string }>`
-        select id from webhooks where deleted_at is null and 'ping.received' = any(events)`
+        select id from webhooks where ${subscribedToPings}`
       let made = 0
       for (const { id } of hooks) made += yield* feedPingsOf(id)
       return made
@@ -475,7 +478,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         // The webhook's row locked: instances take turns feeding it.
         const [hook] = yield* sql<WebhookRow & { ping_seq: string }>`
           select ${sql.literal(webhookColumns)}, ping_seq from webhooks
-          where id = ${id} and deleted_at is null and 'ping.received' = any(events) for update`
+          where id = ${id} and ${subscribedToPings} for update`
         if (hook === undefined) return 0
         const [queued] = yield* sql<{ n: number }>`
           select count(*)::int as n from webhook_deliveries
@@ -519,7 +522,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
           const deleted = yield* sql<{ n: number }>`
             with fed as (
               select coalesce(
-                (select min(ping_seq) from webhooks where deleted_at is null and 'ping.received' = any(events)),
+                (select min(ping_seq) from webhooks where ${subscribedToPings}),
                 (select max(seq) from ping_events)) as seq
             ), gone as (
               delete from ping_events where seq in (
@@ -883,19 +886,22 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
     ], { concurrency: "unbounded", discard: true })
 
     /**
-     * Fans out every new event and sends everything due; answers how long to sleep. Under a stream of
-     * events, each fan-out batch runs beside the sending of what the one before produced, so neither
-     * waits for the other.
+     * Once a minute: rate counters of past minutes are of no use, and ping events every subscriber
+     * has had are deleted after a day.
      */
-    /** Rate counters of past minutes are of no use: dropped once a minute. */
     let purgedAt = Number.NEGATIVE_INFINITY
-    const purgeRates = (now: number) =>
+    const purgeOnceAMinute = (now: number) =>
       now - purgedAt < RATE_WINDOW_MS ? Effect.void : Effect.gen(function*() {
         purgedAt = now
         yield* sql`delete from webhook_rate where window_start < ${new Date(now - 2 * RATE_WINDOW_MS)}`.pipe(Effect.orDie)
         yield* purgePingEvents(now)
       })
 
+    /**
+     * Fans out every new event, feeds the ping subscribers and sends everything due; answers how long
+     * to sleep. Under a stream of events, each fan-out batch runs beside the sending of what the one
+     * before produced, so neither waits for the other.
+     */
     const pass = Effect.gen(function*() {
       for (;;) {
         const [events] = yield* Effect.all([fanOutBatch, sendDue], { concurrency: "unbounded" })
@@ -904,7 +910,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
       yield* feedPings
       yield* sendDue
       const now = yield* Clock.currentTimeMillis
-      yield* purgeRates(now)
+      yield* purgeOnceAMinute(now)
       const due = yield* nextDue
       // Ping events do not wake the worker: while someone subscribes to them, it looks every second.
       const poll = intake.pingEventsOn() ? PING_FEED_MS : SAFETY_POLL_MS

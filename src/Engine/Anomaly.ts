@@ -39,11 +39,10 @@ export const SLA_MEDIUM_FACTOR = 1.5
 // ---------------------------------------------------------------------------
 
 /**
- * Linear interpolation between closest ranks, as PostgreSQL `percentile_cont(p)`, over values
- * already sorted ascending. Null when there are none.
+ * Linear interpolation between closest ranks, as PostgreSQL `percentile_cont(p)`, over the first
+ * `n` values of `sorted` (all of them by default), already sorted ascending. Null when there are none.
  */
-export const percentileOfSorted = (sorted: ArrayLike<number>, p: number): number | null => {
-  const n = sorted.length
+export const percentileOfSorted = (sorted: ArrayLike<number>, p: number, n: number = sorted.length): number | null => {
   if (n === 0) return null
   if (n === 1) return sorted[0]!
   const h = (n - 1) * Math.min(1, Math.max(0, p))
@@ -184,11 +183,12 @@ export const checkSla = (durations: ReadonlyArray<number>, sla: Sla | null): Sla
 
 /** checkSla of a monitor's history (its sorted buffer, no copy). */
 export const checkSlaOfHistory = (history: DurationHistory, sla: Sla | null): SlaVerdict =>
-  sla === null || history.length < MIN_RUNS_FOR_LEARNING ? { _tag: "NotJudged" } : slaVerdict(history.percentile(TARGET[sla.durationTarget])!, sla)
+  sla === null || history.length < MIN_RUNS_FOR_LEARNING
+    ? { _tag: "NotJudged" }
+    : checkSlaOfSorted(history.sortedBuffer(), sla, history.length)
 
-const checkSlaOfSorted = (sorted: Float64Array, sla: Sla): SlaVerdict => slaVerdict(percentileOfSorted(sorted, TARGET[sla.durationTarget])!, sla)
-
-const slaVerdict = (observed: number, sla: Sla): SlaVerdict => {
+const checkSlaOfSorted = (sorted: Float64Array, sla: Sla, n: number = sorted.length): SlaVerdict => {
+  const observed = percentileOfSorted(sorted, TARGET[sla.durationTarget], n)!
   const observedMs = Math.round(observed)
   if (!(observed > sla.maxDurationMs)) return { _tag: "Met", observedMs }
   return {

@@ -10,6 +10,7 @@
  * after it (the duration added, the one dropped) and, if it is ever read again (tests do, the
  * engine does not), rebuilds its own buffers from its successor's once.
  */
+import { percentileOfSorted } from "./Anomaly.js"
 
 interface Store {
   /**
@@ -133,19 +134,9 @@ export class DurationHistory {
     return this.own().sorted.subarray(0, this.length)
   }
 
-  /**
-   * `percentile_cont(p)` of the durations (linear interpolation between closest ranks), null
-   * when there are none. Reads the sorted buffer without copying it.
-   */
+  /** `percentile_cont(p)` of the durations, null when there are none (reads the sorted buffer, no copy). */
   percentile(p: number): number | null {
-    const n = this.length
-    if (n === 0) return null
-    const sorted = this.own().sorted
-    if (n === 1) return sorted[0]!
-    const h = (n - 1) * Math.min(1, Math.max(0, p))
-    const lo = Math.floor(h)
-    const hi = Math.min(n - 1, lo + 1)
-    return sorted[lo]! + (h - lo) * (sorted[hi]! - sorted[lo]!)
+    return percentileOfSorted(this.own().sorted, p, this.length)
   }
 
   /**

@@ -341,7 +341,6 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       }
       return pending
     }
-    const toMs = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : ms)
     const flushMonitors = Effect.gen(function*() {
       if (pendingMonitors.size === 0) return
       const batch = pendingMonitors
@@ -358,8 +357,8 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         ids.push(id)
         statuses.push(p.status ?? null)
         setNext.push(p.setNext === true)
-        next.push(toMs(p.nextExpectedAt))
-        lastPing.push(toMs(p.lastPingAt))
+        next.push(p.nextExpectedAt ?? null)
+        lastPing.push(p.lastPingAt ?? null)
         lastRun.push(p.lastRunStatus ?? null)
       }
       yield* sql`

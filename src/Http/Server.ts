@@ -83,14 +83,15 @@ const ErrorMappingLive = HttpApiBuilder.middleware((app) =>
   ) as never
 )
 
-export const jsonError = (res: http.ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+/**
+ * A JSON answer straight from node:http, with the headers every answer carries (the routes served
+ * ahead of the router: the ping intake, and the 413 before a body is read). Without extra headers
+ * no object is spread: this is on the ping path.
+ */
+export const sendJson = (res: http.ServerResponse, status: number, body: Record<string, unknown>, headers?: Record<string, string>) => {
   const text = JSON.stringify(body)
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-    "x-api-version": "1",
-    ...headers
-  })
+  const base = { "content-type": "application/json", "content-length": Buffer.byteLength(text), "x-api-version": "1" }
+  res.writeHead(status, headers === undefined ? base : { ...base, ...headers })
   res.end(text)
 }
 
@@ -159,7 +160,7 @@ export const HttpServerLive = Layer.scoped(
       const length = Number(req.headers["content-length"] ?? 0)
       if (length > MAX_BODY_BYTES) {
         req.resume()
-        return jsonError(res, 413, {
+        return sendJson(res, 413, {
           _tag: "PayloadTooLarge",
           message: `The request body has ${length} bytes; the limit is ${MAX_BODY_BYTES} bytes (2 MiB).`
         }, { connection: "close" })

@@ -1,21 +1,12 @@
 import { Effect, Layer } from "effect"
 import type * as http from "node:http"
 import { MAX_BODY_BYTES } from "../Domain/Errors.js"
-import { FastRoutes } from "../Http/Server.js"
+import { FastRoutes, sendJson } from "../Http/Server.js"
 import { Intake, type PingReply } from "./Intake.js"
 
 const PING_PATH = /^\/api\/ping\/([^/]+)\/(start|success|fail)\/?$/
 
-const send = (res: http.ServerResponse, reply: PingReply) => {
-  const text = JSON.stringify(reply.body)
-  res.writeHead(
-    reply.status,
-    reply.headers === undefined
-      ? { "content-type": "application/json", "content-length": Buffer.byteLength(text), "x-api-version": "1" }
-      : { "content-type": "application/json", "content-length": Buffer.byteLength(text), "x-api-version": "1", ...reply.headers }
-  )
-  res.end(text)
-}
+const send = (res: http.ServerResponse, reply: PingReply) => sendJson(res, reply.status, reply.body, reply.headers)
 
 /**
  * The ping routes, served straight from node:http ahead of Effect's router: read the body once,

@@ -3,11 +3,14 @@ import { PING_EVENTS_LOCK_KEY } from "../Events/EventsRepo.js"
 import type { RunRow } from "./Pairing.js"
 
 /**
- * The group-commit writer. Rows from many monitors collect while the previous batch is being
- * written and go to PostgreSQL in one prepared statement (multi-row `unnest` upsert) the moment that
- * batch commits: no timer, batches grow with load. Only runs are written here; what a ping changes
- * on its monitor (lastPingAt, status) is written by the engine, coalesced (src/Engine/Engine.ts). Every caller is answered after the commit that
- * holds its row, so an acknowledged ping is durable. Plain callbacks, no fibers: this is the hot path.
+ * The group-commit writer. Rows from many monitors collect while the previous batch of their lane
+ * is being written and go to PostgreSQL in one prepared statement (multi-row `unnest` upsert) the
+ * moment that batch commits; an idle lane waits only for the end of the event-loop turn, so the
+ * pings that arrived together share a batch. No timer: batches grow with load. Only runs (and, while
+ * subscribed, ping events) are written here; what a ping changes on its monitor (lastPingAt,
+ * status) is written by the engine, coalesced (src/Engine/Engine.ts). Every caller is answered after
+ * the commit that holds its row, so an acknowledged ping is durable. Plain callbacks, no fibers:
+ * this is the hot path.
  */
 
 export const MAX_BATCH = 2000
@@ -53,23 +56,28 @@ const UPSERT_WITH_EVENTS = UPSERT.replace(
 insert into runs`
 )
 
-/** The event columns of UPSERT_WITH_EVENTS: one element per ping, in arrival order. */
-const eventColumnsOf = (pending: ReadonlyArray<Pending>): Array<string> => {
-  const n = pending.length
+/** Array literals of `width` columns over `items`: `fill(item, i, cols)` sets element i of each column. */
+const arrayLiterals = <T>(items: ReadonlyArray<T>, width: number, fill: (item: T, i: number, cols: Array<Array<string>>) => void): Array<string> => {
   const cols: Array<Array<string>> = []
-  for (let c = 0; c < 7; c++) cols.push(new Array<string>(n))
-  for (let i = 0; i < n; i++) {
-    const r = pending[i]!.row
+  for (let c = 0; c < width; c++) cols.push(new Array<string>(items.length))
+  for (let i = 0; i < items.length; i++) fill(items[i]!, i, cols)
+  return cols.map((col) => `{${col.join(",")}}`)
+}
+
+/** A number element of an array literal, or NULL. */
+const numberOrNull = (n: number | null): string => (n === null ? "NULL" : String(n))
+
+/** The event columns of UPSERT_WITH_EVENTS: one element per ping, in arrival order. */
+const eventColumnsOf = (pending: ReadonlyArray<Pending>): Array<string> =>
+  arrayLiterals(pending, 7, ({ row: r }, i, cols) => {
     cols[0]![i] = r.id
     cols[1]![i] = r.monitorId
     cols[2]![i] = r.orgId
     cols[3]![i] = r.status
     cols[4]![i] = String(r.pingAt)
-    cols[5]![i] = r.durationMs === null ? "NULL" : String(r.durationMs)
-    cols[6]![i] = r.exitCode === null ? "NULL" : String(r.exitCode)
-  }
-  return cols.map((col) => `{${col.join(",")}}`)
-}
+    cols[5]![i] = numberOrNull(r.durationMs)
+    cols[6]![i] = numberOrNull(r.exitCode)
+  })
 
 /**
  * PostgreSQL array literals of the batch's columns, built here rather than by `pg` from arrays:
@@ -77,27 +85,21 @@ const eventColumnsOf = (pending: ReadonlyArray<Pending>): Array<string> => {
  * row and was the largest allocation of the ping path. Ids are UUIDs and statuses plain words,
  * so only the output text needs quoting.
  */
-const columnsOf = (rows: ReadonlyArray<RunRow>): Array<string> => {
-  const n = rows.length
-  const cols: Array<Array<string>> = []
-  for (let c = 0; c < 12; c++) cols.push(new Array<string>(n))
-  for (let i = 0; i < n; i++) {
-    const r = rows[i]!
+const columnsOf = (rows: ReadonlyArray<RunRow>): Array<string> =>
+  arrayLiterals(rows, 12, (r, i, cols) => {
     cols[0]![i] = r.id
     cols[1]![i] = r.monitorId
     cols[2]![i] = r.orgId
     cols[3]![i] = r.status
     cols[4]![i] = String(r.startedAt)
     cols[5]![i] = r.startInferred ? "t" : "f"
-    cols[6]![i] = r.finishedAt === null ? "NULL" : String(r.finishedAt)
-    cols[7]![i] = r.durationMs === null ? "NULL" : String(r.durationMs)
-    cols[8]![i] = r.exitCode === null ? "NULL" : String(r.exitCode)
+    cols[6]![i] = numberOrNull(r.finishedAt)
+    cols[7]![i] = numberOrNull(r.durationMs)
+    cols[8]![i] = numberOrNull(r.exitCode)
     cols[9]![i] = r.output === null ? "NULL" : quoteElement(r.output)
     cols[10]![i] = r.outputTruncated ? "t" : "f"
-    cols[11]![i] = r.outputBytes === null ? "NULL" : String(r.outputBytes)
-  }
-  return cols.map((col) => `{${col.join(",")}}`)
-}
+    cols[11]![i] = numberOrNull(r.outputBytes)
+  })
 
 const NEEDS_ESCAPE = /["\\]/g
 
@@ -149,10 +151,11 @@ export class RunWriter {
   pingEvents: "none" | "all" | ReadonlySet<string> = "none"
 
   /**
-   * `lanes` batches may be in flight at once, each on its own connection: with one, the service
-   * and PostgreSQL took turns (the service idle while a batch committed, PostgreSQL idle while the
-   * next one collected), and the cores were never busy. A monitor always writes through the same
-   * lane, so its pings are committed, and answered, in the order they arrived.
+   * `lanes` batches may be in flight at once, each on its own connection. More than one only pays
+   * where a commit takes milliseconds (network storage): on a local disk the service's own thread
+   * is the limit, and each lane more halves the batches (docs/performance.md). A monitor always
+   * writes through the same lane, so its pings are committed, and answered, in the order they
+   * arrived.
    */
   constructor(private readonly pool: pg.Pool, lanes: number = DEFAULT_LANES) {
     this.lanes = Array.from({ length: Math.max(1, Math.floor(lanes)) }, () => ({ pending: [], flushing: false, scheduled: false }))
