@@ -7,10 +7,37 @@ export interface RateVerdict {
   readonly headers: Readonly<Record<string, string>>
 }
 
-interface Bucket {
+/** A token bucket: `tokens` left (fractional) as of `refilledAt` (epoch ms). */
+export interface Bucket {
   tokens: number
   refilledAt: number
 }
+
+/** Tops the bucket up for the time passed since it was last refilled (never past `burst`). */
+const refill = (bucket: Bucket, now: number, ratePerSecond: number, burst: number): void => {
+  bucket.tokens = Math.min(burst, bucket.tokens + (Math.max(0, now - bucket.refilledAt) / 1000) * ratePerSecond)
+  bucket.refilledAt = now
+}
+
+/**
+ * Takes one token for a request at `now`: answers 0 when it passes, else the whole seconds to wait
+ * (at least 1). Shared by the API's limit per credential and the ping intake's per monitor.
+ */
+export const takeToken = (bucket: Bucket, now: number, ratePerSecond: number, burst: number): number => {
+  refill(bucket, now, ratePerSecond, burst)
+  if (bucket.tokens >= 1) {
+    bucket.tokens -= 1
+    return 0
+  }
+  return Math.max(1, Math.ceil((1 - bucket.tokens) / ratePerSecond))
+}
+
+/** `X-RateLimit-*` of a bucket: the burst, whole tokens left, seconds until it is full again. */
+export const rateLimitHeaders = (bucket: Bucket, ratePerSecond: number, burst: number): Record<string, string> => ({
+  "x-ratelimit-limit": String(burst),
+  "x-ratelimit-remaining": String(Math.max(0, Math.floor(bucket.tokens))),
+  "x-ratelimit-reset": String(Math.ceil((burst - bucket.tokens) / ratePerSecond))
+})
 
 /**
  * Per-credential token buckets for the API's own endpoints (decisions §11): `ratePerSecond`
@@ -30,29 +57,14 @@ export class RateLimiter {
       bucket = { tokens: this.burst, refilledAt: now }
       this.buckets.set(key, bucket)
     }
-    this.refill(bucket, now)
-    const passes = bucket.tokens >= 1
-    if (passes) bucket.tokens -= 1
-    const retryAfterSeconds = passes ? 0 : Math.max(1, Math.ceil((1 - bucket.tokens) / this.ratePerSecond))
-    return {
-      retryAfterSeconds,
-      headers: {
-        "x-ratelimit-limit": String(this.burst),
-        "x-ratelimit-remaining": String(Math.max(0, Math.floor(bucket.tokens))),
-        "x-ratelimit-reset": String(Math.ceil((this.burst - bucket.tokens) / this.ratePerSecond))
-      }
-    }
-  }
-
-  private refill(bucket: Bucket, now: number) {
-    bucket.tokens = Math.min(this.burst, bucket.tokens + (Math.max(0, now - bucket.refilledAt) / 1000) * this.ratePerSecond)
-    bucket.refilledAt = now
+    const retryAfterSeconds = takeToken(bucket, now, this.ratePerSecond, this.burst)
+    return { retryAfterSeconds, headers: rateLimitHeaders(bucket, this.ratePerSecond, this.burst) }
   }
 
   /** A full bucket is the same as none: dropping them bounds the map by the busy credentials. */
   private forgetFull(now: number) {
     for (const [key, bucket] of this.buckets) {
-      this.refill(bucket, now)
+      refill(bucket, now, this.ratePerSecond, this.burst)
       if (bucket.tokens >= this.burst) this.buckets.delete(key)
     }
   }

@@ -4,6 +4,7 @@ import { type CachedAuth, parseBearer, Tokens } from "../Auth/Tokens.js"
 import { scopeAllows } from "../Auth/Token.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
+import { rateLimitHeaders, takeToken } from "../Http/RateLimit.js"
 import { isUuid, newTimeOrderedId } from "../Domain/Ids.js"
 import { Engine } from "../Engine/Engine.js"
 import type { EngineEvent } from "../Engine/Model.js"
@@ -126,24 +127,6 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
         onExit: (exit) => callback(exit._tag === "Success" ? exit.value : undefined)
       })
 
-    /** Takes one token from the monitor's bucket; answers the seconds to wait when empty. */
-    const rateLimit = (state: MonitorPingState, now: number): number => {
-      const rate = config.pingRatePerSecond
-      state.tokens = Math.min(config.pingBurst, state.tokens + ((now - state.refilledAt) / 1000) * rate)
-      state.refilledAt = now
-      if (state.tokens >= 1) {
-        state.tokens -= 1
-        return 0
-      }
-      return Math.max(1, Math.ceil((1 - state.tokens) / rate))
-    }
-
-    const rateHeaders = (state: MonitorPingState) => ({
-      "x-ratelimit-limit": String(config.pingBurst),
-      "x-ratelimit-remaining": String(Math.max(0, Math.floor(state.tokens))),
-      "x-ratelimit-reset": String(Math.ceil((config.pingBurst - state.tokens) / config.pingRatePerSecond))
-    })
-
     const parseBody = (request: PingRequest): Either.Either<PingBody, PingReply> => {
       let json: unknown = NO_FIELDS
       if (request.body.trim() !== "") {
@@ -191,11 +174,11 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       const ping = parsed.right
       const now = clock.unsafeCurrentTimeMillis()
       const state = stateOf(info.id, now)
-      const wait = rateLimit(state, now)
+      const wait = takeToken(state, now, config.pingRatePerSecond, config.pingBurst)
       if (wait > 0) {
         return reply({
           ...error(429, "RateLimited", `Too many pings for this monitor: at most ${config.pingRatePerSecond} per second (bursts of ${config.pingBurst}). Retry in ${wait} s.`, { retryAfterSeconds: wait }),
-          headers: { "retry-after": String(wait), ...rateHeaders(state) }
+          headers: { "retry-after": String(wait), ...rateLimitHeaders(state, config.pingRatePerSecond, config.pingBurst) }
         })
       }
       if (ping.runId !== undefined && !isUuid(ping.runId)) {
