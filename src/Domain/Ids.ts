@@ -1,18 +1,34 @@
-import { randomUUID } from "node:crypto"
+import { randomFillSync } from "node:crypto"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** Ids are UUIDs; anything else names nothing (404, never a database error). */
 export const isUuid = (value: string): boolean => UUID.test(value)
 
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
+/** Random bytes drawn 4 KiB at a time (one system call per ~400 ids instead of one per 128). */
+const pool = Buffer.alloc(4096)
+let poolAt = pool.length
+
 /**
- * A new UUID of version 7 (RFC 9562): 48 bits of Unix time in milliseconds, then random bits (those
- * of a version 4 UUID from `randomUUID`). Ids made one after the other sort by time, so rows keyed
- * by them are added at the end of their index instead of at a random place: runs are written
- * thousands of times a second, and a random key touched a random index page each time.
+ * A new UUID of version 7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits
+ * (from a pool of random bytes, hex-encoded by table: a third of the cost of `randomUUID` and
+ * slicing, on the ping path). Ids made one after the other sort by time, so rows keyed by them are
+ * added at the end of their index instead of at a random place: runs are written thousands of
+ * times a second, and a random key touched a random index page each time.
  */
 export const newTimeOrderedId = (now: number): string => {
-  const random = randomUUID()
-  const time = Math.max(0, Math.floor(now)).toString(16).padStart(12, "0").slice(-12)
-  return `${time.slice(0, 8)}-${time.slice(8)}-7${random.slice(15)}`
+  if (poolAt + 10 > pool.length) {
+    randomFillSync(pool)
+    poolAt = 0
+  }
+  const r = pool
+  const i = poolAt
+  poolAt += 10
+  const ms = Math.max(0, Math.floor(now))
+  // 48 bits of milliseconds as two 24-bit halves (numbers past 2^32 have no bitwise operators).
+  const time = (Math.floor(ms / 0x1000000) % 0x1000000).toString(16).padStart(6, "0") + (ms % 0x1000000).toString(16).padStart(6, "0")
+  // version 7 in the high nibble of byte 6; the variant (10xx) in the high bits of byte 8
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${HEX[r[i]!]![1]}${HEX[r[i + 1]!]}-${HEX[(r[i + 2]! & 0x3f) | 0x80]}${HEX[r[i + 3]!]}-` +
+    `${HEX[r[i + 4]!]}${HEX[r[i + 5]!]}${HEX[r[i + 6]!]}${HEX[r[i + 7]!]}${HEX[r[i + 8]!]}${HEX[r[i + 9]!]}`
 }

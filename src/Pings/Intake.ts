@@ -10,7 +10,7 @@ import { Engine } from "../Engine/Engine.js"
 import type { EngineEvent } from "../Engine/Model.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
 import { prepareOutput } from "./Output.js"
-import { type OpenRun, pair, type PingKind } from "./Pairing.js"
+import { type OpenRun, pair, type PairingContext, type PingKind } from "./Pairing.js"
 import { RunWriter } from "./RunWriter.js"
 import { FailPingBody, type PingBody, PingQuery, quickBody, StartPingBody, SuccessPingBody } from "./Schemas.js"
 
@@ -69,6 +69,10 @@ interface MonitorPingState {
   /** Token bucket for the per-monitor ping rate limit. */
   tokens: number
   refilledAt: number
+  /** When the ping being paired arrived (the new run id's instant). */
+  now: number
+  /** The monitor's pairing context, made once (not an object and two closures per ping). */
+  pairing: PairingContext | undefined
 }
 
 const FINISHED_MEMORY = 64
@@ -109,7 +113,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const stateOf = (monitorId: string, now: number): MonitorPingState => {
       let state = states.get(monitorId)
       if (state === undefined) {
-        state = { openRuns: [], finished: [], tokens: config.pingBurst, refilledAt: now }
+        state = { openRuns: [], finished: [], tokens: config.pingBurst, refilledAt: now, now, pairing: undefined }
         states.set(monitorId, state)
       }
       return state
@@ -191,11 +195,12 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       const output = ping.output !== undefined && info.captureOutput && request.kind !== "start"
         ? prepareOutput(ping.output, info.maxOutputSizeKb * 1024)
         : undefined
+      state.now = now
       const result = pair(
-        {
+        state.pairing ??= {
           monitorId: info.id,
           orgId: info.orgId,
-          newId: () => newTimeOrderedId(now),
+          newId: () => newTimeOrderedId(state.now),
           isFinished: (id) => state.finished.includes(id)
         },
         state.openRuns,
@@ -268,13 +273,15 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       })
     }
 
+    const notFound = (request: PingRequest, reply: (r: PingReply) => void) =>
+      reply(error(404, "NotFound", `Monitor ${request.monitorId} does not exist`))
+
     const withMonitor = (request: PingRequest, orgId: string, reply: (r: PingReply) => void) => {
-      const notFound = () => reply(error(404, "NotFound", `Monitor ${request.monitorId} does not exist`))
       const info = monitors.get(request.monitorId)
-      if (info !== undefined) return info.orgId === orgId ? accept(request, info, reply) : notFound()
+      if (info !== undefined) return info.orgId === orgId ? accept(request, info, reply) : notFound(request, reply)
       monitors.lookup(request.monitorId, (found, cause) => {
         if (cause !== undefined) return reply(error(503, "ServiceUnavailable", "The database does not answer; retry in a few seconds."))
-        if (found === undefined || found.orgId !== orgId) return notFound()
+        if (found === undefined || found.orgId !== orgId) return notFound(request, reply)
         accept(request, found, reply)
       })
     }
