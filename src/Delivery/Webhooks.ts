@@ -903,6 +903,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
      * before produced, so neither waits for the other.
      */
     const pass = Effect.gen(function*() {
+      // Which pings record events: another instance may have changed the subscriptions (its change
+      // woke this worker through the trigger on webhooks, sql/0012).
+      yield* syncPingEvents
       for (;;) {
         const [events] = yield* Effect.all([fanOutBatch, sendDue], { concurrency: "unbounded" })
         if (events < FANOUT_BATCH) break

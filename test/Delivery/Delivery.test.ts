@@ -478,3 +478,53 @@ it.effect("two service instances on one database: every delivery and every chat 
     const titles = chat.received.slice(1).flatMap((r) => r.body.embeds.map((e: any) => e.title))
     expect(titles.sort()).toEqual(monitors.map((m) => `FAIL: ${m.name}`).sort())
   }).pipe(Effect.scoped), 120_000)
+
+it.effect("two service instances: a ping.received subscription made on one turns ping events on (and off) on the other, without a restart", () =>
+  Effect.gen(function*() {
+    const db = yield* makeTestDatabase()
+    const token = newAdminToken()
+    const target = yield* receiver([200])
+    const start = Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+      return yield* Layer.buildWithScope(AppOn(db.url, token, { allowPrivateTargets: true, pingBurst: 100_000 }), scope)
+    })
+    const a = yield* start
+    const b = yield* start
+    const onA = <X, E>(effect: Effect.Effect<X, E, any>) => Effect.provide(effect, a) as Effect.Effect<X, E>
+    const onB = <X, E>(effect: Effect.Effect<X, E, any>) => Effect.provide(effect, b) as Effect.Effect<X, E>
+    const monitor = yield* onA(createMonitor())
+    const recorded = onA(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.map(sql<{ n: number }>`select count(*)::int as n from ping_events where monitor_id = ${monitor.id}`, (rows) => rows[0]!.n)
+    ).pipe(Effect.orDie))
+    const pingB = Effect.gen(function*() {
+      const r = yield* onB(call("POST", `/api/ping/${monitor.id}/success`, { body: { durationMs: 5 } }))
+      expect(r.status).toBe(200)
+    })
+    /** Pings through B (in real time) until one records an event, or gives up after ~3 s. */
+    const pingUntilRecorded = Effect.gen(function*() {
+      const before = yield* recorded
+      for (let i = 0; i < 150; i++) {
+        yield* pingB
+        if ((yield* recorded) > before) return true
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+      }
+      return false
+    })
+    yield* pingB
+    expect(yield* recorded).toBe(0)
+    // Subscribed through A: B hears of it (LISTEN/NOTIFY) and records its pings' events.
+    const hook = yield* onA(createWebhook({ url: target.url, events: ["ping.received"] }))
+    expect(yield* pingUntilRecorded).toBe(true)
+    // Unsubscribed through A: B stops recording.
+    expect((yield* onA(call("DELETE", `/api/webhooks/${hook.id}`))).status).toBe(204)
+    for (let i = 0; i < 150; i++) {
+      const before = yield* recorded
+      yield* pingB
+      if ((yield* recorded) === before) break
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+    }
+    const settled = yield* recorded
+    for (let i = 0; i < 5; i++) yield* pingB
+    expect(yield* recorded).toBe(settled)
+  }).pipe(Effect.scoped), 120_000)
