@@ -2,11 +2,39 @@ import { HttpApi, type HttpApiError } from "@effect/platform"
 import { MethodNotAllowed, NotFound, ValidationError } from "../Domain/Errors.js"
 
 /** A schema decode failure, said as one sentence that names the field (decisions §1). */
+/**
+ * The first problem of a decode failure, as one message: the path and what was wrong there. A
+ * choice of literals fails once per allowed value ("Expected "a", actual "z"", then "b", …); those
+ * are merged so the message names every value that is accepted, not only the first.
+ */
+export const firstProblem = (
+  issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>
+): { readonly path: string; readonly message: string } | undefined => {
+  const first = issues[0]
+  if (first === undefined) return undefined
+  const path = first.path.map(String).join(".")
+  const message = first.message.replace(/\s+/g, " ").trim()
+  const expected = /^Expected (.+), actual (.+)$/s.exec(message)
+  if (expected === null) return { path, message }
+  const actual = expected[2]!
+  const allowed: Array<string> = []
+  for (const issue of issues) {
+    if (issue.path.map(String).join(".") !== path) break
+    const m = /^Expected (.+), actual (.+)$/s.exec(issue.message.replace(/\s+/g, " ").trim())
+    if (m === null || m[2] !== actual) break
+    if (!allowed.includes(m[1]!)) allowed.push(m[1]!)
+  }
+  // "undefined" is an optional field's other choice: leaving the field out.
+  const values = allowed.filter((v) => v !== "undefined")
+  if (values.length < 2) return { path, message }
+  const list = `${values.slice(0, -1).join(", ")} or ${values[values.length - 1]}`
+  return { path, message: `Expected one of ${list}${values.length < allowed.length ? " (or no value)" : ""}, actual ${actual}` }
+}
+
 export const validationFromDecode = (error: HttpApiError.HttpApiDecodeError): ValidationError => {
-  const issue = error.issues[0]
-  if (issue === undefined) return new ValidationError({ path: "", message: error.message })
-  const path = issue.path.map(String).join(".")
-  const message = issue.message.replace(/\s+/g, " ").trim()
+  const problem = firstProblem(error.issues)
+  if (problem === undefined) return new ValidationError({ path: "", message: error.message })
+  const { path, message } = problem
   return new ValidationError({
     path,
     message: path === "" ? `The request is invalid: ${message}` : `${path}: ${message}`

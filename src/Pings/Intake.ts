@@ -4,6 +4,7 @@ import { type CachedAuth, parseBearer, Tokens } from "../Auth/Tokens.js"
 import { scopeAllows } from "../Auth/Token.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
+import { firstProblem } from "../Http/Errors.js"
 import { rateLimitHeaders, takeToken } from "../Http/RateLimit.js"
 import { isUuid, newTimeOrderedId } from "../Domain/Ids.js"
 import { Engine } from "../Engine/Engine.js"
@@ -56,10 +57,9 @@ const MISS: CachedAuth = { _tag: "Miss" }
 const NO_FIELDS: Record<string, unknown> = {}
 
 const firstIssue = (e: ParseResult.ParseError) => {
-  const issues = ParseResult.ArrayFormatter.formatErrorSync(e)
-  const issue = issues[0]
-  const path = issue?.path.map(String).join(".") ?? ""
-  return { path, message: `${path === "" ? "body" : path}: ${issue?.message ?? e.message}` }
+  const problem = firstProblem(ParseResult.ArrayFormatter.formatErrorSync(e))
+  const path = problem?.path ?? ""
+  return { path, message: `${path === "" ? "body" : path}: ${problem?.message ?? e.message}` }
 }
 
 interface MonitorPingState {

@@ -78,6 +78,13 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("outbound w
         expect(r.body._tag).toBe("ValidationError")
         expect(r.body.path, JSON.stringify(body)).toBe(path)
       }
+      // A choice of values names every one that is accepted, not only the first.
+      const kind = yield* call("POST", "/api/webhooks", { body: { url: PUBLIC, events: ["incident.exploded"] } })
+      expect(kind.body.message).toMatch(/^events\.0: Expected one of "incident\.opened", .*"ping\.received".* or "webhook\.test", actual "incident\.exploded"$/)
+      const severity = yield* call("POST", "/api/webhooks", { body: { url: PUBLIC, events: ["incident.opened"], filters: { severity: ["URGENT"] } } })
+      expect(severity.body.message).toContain('"LOW"')
+      expect(severity.body.message).toContain('"HIGH"')
+      expect(severity.body.message).toContain('actual "URGENT"')
       // maintenance.* and webhook.test are selectable
       const ok = yield* call("POST", "/api/webhooks", { body: { url: PUBLIC, events: ["maintenance.started", "webhook.test", "ping.received"] } })
       expect(ok.status).toBe(201)
