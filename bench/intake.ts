@@ -37,6 +37,7 @@ import {
   runDriver,
   type RunningServer,
   startBare,
+  startFloor,
   startService,
   stopServer
 } from "./support/servers.js"
@@ -54,7 +55,9 @@ const settings = {
   writeDocs: env("BENCH_WRITE_DOCS", "1") !== "0",
   strict: env("BENCH_STRICT", "0") === "1",
   /** Also measure the intake with an outbound webhook subscribed to ping.received (issue #6). */
-  webhook: env("BENCH_WEBHOOK", "1") !== "0"
+  webhook: env("BENCH_WEBHOOK", "1") !== "0",
+  /** Also measure the durable floor (bench/support/floor-server.ts) beside the bare server. */
+  floor: env("BENCH_FLOOR", "1") !== "0"
 }
 if (settings.connections.length === 0) throw new Error("BENCH_CONNECTIONS must list connection counts, e.g. 64,256")
 if (!["auto", "always", "never"].includes(settings.profile)) throw new Error("BENCH_PROFILE must be auto, always or never")
@@ -130,6 +133,7 @@ const main = async (): Promise<number> => {
   // Both servers run side by side (the idle one costs nothing); their phases alternate, so that
   // other work on the machine weighs on the baseline and the intake alike.
   const bare = await startBare()
+  const floor = settings.floor ? await startFloor(database.url) : undefined
   const adminToken = newBootstrapToken()
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "jobmon-bench-log-"))
   const serviceLog = path.join(logDir, "service.log")
@@ -154,12 +158,12 @@ const main = async (): Promise<number> => {
   log(`${ids.length} monitors and a ping-scoped token created through the API in ${((Date.now() - setupStart) / 1000).toFixed(1)} s`)
 
   /** One driver run against `server`, with the CPU each process spent on it. */
-  const measured = async (server: RunningServer, target: "bare" | "intake", config: Omit<DriverConfig, "url" | "token" | "monitorIds">) => {
+  const measured = async (server: RunningServer, target: "bare" | "floor" | "intake", config: Omit<DriverConfig, "url" | "token" | "monitorIds">) => {
     const serverPid = server.child.process.pid!
-    const backends = target === "intake" ? await db.backendPids() : []
+    const backends = target !== "bare" ? await db.backendPids() : []
     const postmaster = backends.length > 0 ? parentPid(backends[0]!) : undefined
     const pgBefore = postmaster === undefined ? undefined : postgresServerCpuUs(postmaster)
-    const walBefore = target === "intake" ? await db.walLsn() : undefined
+    const walBefore = target !== "bare" ? await db.walLsn() : undefined
     const before = sampleCpu([serverPid, ...backends])
     const result = await runDriver({
       ...config,
@@ -179,7 +183,7 @@ const main = async (): Promise<number> => {
     const cpu: CpuCost | undefined = before.processes.has(serverPid) && after.processes.has(serverPid)
       ? {
         serverUs: serverUs / requests,
-        postgresUs: target === "intake" && backends.length > 0 ? postgresUs / requests : undefined,
+        postgresUs: target !== "bare" && backends.length > 0 ? postgresUs / requests : undefined,
         postgresServerUs: pgServerUs === undefined ? undefined : pgServerUs / requests,
         walBytes: walBytes === undefined ? undefined : walBytes / requests,
         driverUs: result.driverCpuUs / requests,
@@ -194,6 +198,16 @@ const main = async (): Promise<number> => {
 
   const barePhase = async (connections: number, seconds: number, label = "bare node:http", rate?: DriverConfig["rate"]) => {
     const { result, cpu } = await measured(bare, "bare", { title: label, mode: "success", connections, seconds, ...(rate === undefined ? {} : { rate }) })
+    log(`${label}, ${connections} connections: ${describeResult(result, cpu)}`)
+    return { result, cpu }
+  }
+
+  const FLOOR_LABEL = "durable floor (node:http + group commit, no product logic)"
+  let floorAcknowledged = 0
+  const floorPhase = async (connections: number, seconds: number, label = FLOOR_LABEL, rate?: DriverConfig["rate"]) => {
+    if (floor === undefined) return undefined
+    const { result, cpu } = await measured(floor, "floor", { title: "floor", mode: "success", connections, seconds, ...(rate === undefined ? {} : { rate }) })
+    floorAcknowledged += result.count2xx
     log(`${label}, ${connections} connections: ${describeResult(result, cpu)}`)
     return { result, cpu }
   }
@@ -213,6 +227,7 @@ const main = async (): Promise<number> => {
 
   log(`warm-up: ${settings.warmupSeconds} s each`)
   await barePhase(settings.connections[0]!, settings.warmupSeconds, "bare warm-up")
+  await floorPhase(settings.connections[0]!, settings.warmupSeconds, "durable floor warm-up")
   // Success phases first: a success without runId closes an open run, so none may be open yet.
   await intakePhase("intake warm-up", "success", settings.connections[0]!, settings.warmupSeconds)
 
@@ -223,6 +238,8 @@ const main = async (): Promise<number> => {
     const b = await barePhase(c, settings.seconds)
     bareRps.set(c, b.result.rps)
     rows.push({ label: "bare node:http", target: "bare", ...b })
+    const f = await floorPhase(c, settings.seconds)
+    if (f !== undefined) rows.push({ label: FLOOR_LABEL, target: "floor", ...f, ratio: f.result.rps / b.result.rps })
     const i = await intakePhase("intake success", "success", c, settings.seconds)
     const ratio = i.result.rps / b.result.rps
     ratios.set(c, ratio)
@@ -234,6 +251,8 @@ const main = async (): Promise<number> => {
   // rate with nothing behind the answers (its p99, whole and after the first second).
   const bareEven = await barePhase(settings.rateConnections, settings.seconds, `bare node:http ${settings.rate}/s`, { perSecond: settings.rate, pacing: "even" })
   rows.push({ label: `bare node:http: ${settings.rate}/s, even pacing`, target: "bare", ...bareEven })
+  const floorEven = await floorPhase(settings.rateConnections, settings.seconds, `durable floor ${settings.rate}/s`, { perSecond: settings.rate, pacing: "even" })
+  if (floorEven !== undefined) rows.push({ label: `durable floor: ${settings.rate}/s, even pacing`, target: "floor", ...floorEven })
   // The fixed rate comes from a new driver process with new connections: warm those up first.
   await intakePhase(`intake ${settings.rate}/s warm-up`, "success", settings.rateConnections, settings.warmupSeconds, { perSecond: settings.rate, pacing: "even" })
   const evenRate = await intakePhase(`intake ${settings.rate}/s`, "success", settings.rateConnections, settings.seconds, { perSecond: settings.rate, pacing: "even" })
@@ -292,6 +311,13 @@ const main = async (): Promise<number> => {
   const malformed = await db.malformedSuccessRows()
   const incidents = await db.incidentCounts()
   await stopServer(bare)
+  if (floor !== undefined) {
+    await stopServer(floor)
+    const stored = await db.countFloorRuns()
+    notes.push(
+      `The durable floor (bench/support/floor-server.ts: node:http, group commit into a five-column table with a primary key and a (monitor, time) index, answered after COMMIT; no authentication, validation, redaction, pairing, engine or events) acknowledged ${floorAcknowledged.toLocaleString("en-US")} pings and stored ${stored.toLocaleString("en-US")} rows: its distance to the intake is the product's own work per ping, its distance to bare node:http the price of durability.`
+    )
+  }
   await stopServer(service)
   const totals = await db.totals()
 
@@ -349,7 +375,7 @@ const main = async (): Promise<number> => {
     // Judged after the first second: in it the driver opens all its connections at once, and
     // the bare server's own p99 over the whole phase shows what that costs with nothing behind it.
     pass: steady.p99 < P99_TARGET_MS && delivered >= RATE_DELIVERED && even.non2xx === 0,
-    detail: `even pacing over ${settings.rateConnections} connections, latency from the instant each ping was due, after the first second: p50 ${steady.p50} ms, p99 ${steady.p99} ms (whole phase: p50 ${even.latency.p50} ms, p99 ${even.latency.p99} ms, max ${even.latency.max} ms); delivered ${even.rps} pings/s (${(delivered * 100).toFixed(1)} %); p99 of each second: median ${medianSecond} ms, worst ${worst.p99} ms (second ${worst.at + 1}), ${slowSeconds.length} of ${seconds.length} seconds at or above ${P99_TARGET_MS} ms. Bare node:http at the same rate: p99 ${bareRate.latencyAfterFirstSecond.p99} ms after the first second, ${bareRate.latency.p99} ms whole phase (${bareRate.rps}/s delivered)`
+    detail: `even pacing over ${settings.rateConnections} connections, latency from the instant each ping was due, after the first second: p50 ${steady.p50} ms, p99 ${steady.p99} ms (whole phase: p50 ${even.latency.p50} ms, p99 ${even.latency.p99} ms, max ${even.latency.max} ms); delivered ${even.rps} pings/s (${(delivered * 100).toFixed(1)} %); p99 of each second: median ${medianSecond} ms, worst ${worst.p99} ms (second ${worst.at + 1}), ${slowSeconds.length} of ${seconds.length} seconds at or above ${P99_TARGET_MS} ms. Bare node:http at the same rate: p99 ${bareRate.latencyAfterFirstSecond.p99} ms after the first second, ${bareRate.latency.p99} ms whole phase (${bareRate.rps}/s delivered)${floorEven === undefined ? "" : `; the durable floor: p99 ${floorEven.result.latencyAfterFirstSecond.p99} ms after the first second, ${floorEven.result.latency.p99} ms whole phase (${floorEven.result.rps}/s delivered)`}`
   })
   log(`${settings.rate}/s, even pacing, p99 of each second (ms): ${seconds.map((s) => s.p99.toFixed(0)).join(" ")}`)
   const burst = burstRate.result

@@ -139,6 +139,14 @@ export class BenchDb {
   }
 
   /** The server processes serving the service's connections to this database. */
+  /** Rows the durable floor stored (0 when it made no table). */
+  async countFloorRuns(): Promise<number> {
+    const exists = await this.client.query<{ t: string | null }>(`select to_regclass('bench_floor_runs')::text as t`)
+    if (exists.rows[0]?.t === null || exists.rows[0]?.t === undefined) return 0
+    const r = await this.client.query<{ n: string }>(`select count(*) as n from bench_floor_runs`)
+    return Number(r.rows[0]!.n)
+  }
+
   async backendPids(): Promise<Array<number>> {
     const r = await this.client.query<{ pid: number }>(
       `select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`

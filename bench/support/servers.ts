@@ -31,11 +31,11 @@ export interface RunningServer {
   readonly logFile?: string | undefined
 }
 
-/** The bare node:http server; resolves once it listens. */
-export const startBare = async (): Promise<RunningServer> => {
+/** A server script of the benchmark's own (it prints `listening <port>`); resolves once it listens. */
+const startScript = async (name: string, script: string, args: ReadonlyArray<string>): Promise<RunningServer> => {
   let resolvePort: (port: number) => void = () => {}
   const listening = new Promise<number>((resolve) => (resolvePort = resolve))
-  const child = spawnChild("bare node:http", process.execPath, [...TSX, "bench/support/bare-server.ts", "0"], {
+  const child = spawnChild(name, process.execPath, [...TSX, script, ...args], {
     cwd: ROOT,
     onStdout: (text) => {
       const m = /listening (\d+)/.exec(text)
@@ -45,14 +45,21 @@ export const startBare = async (): Promise<RunningServer> => {
   const port = await Promise.race([
     listening,
     child.exited.then((code) => {
-      throw new Error(`the bare server exited (${code}) before listening:\n${child.tail()}`)
+      throw new Error(`the ${name} server exited (${code}) before listening:\n${child.tail()}`)
     }),
     sleep(30_000).then(() => {
-      throw new Error("the bare server did not listen within 30 s")
+      throw new Error(`the ${name} server did not listen within 30 s`)
     })
   ])
   return { child, url: `http://127.0.0.1:${port}` }
 }
+
+/** The bare node:http server. */
+export const startBare = (): Promise<RunningServer> => startScript("bare node:http", "bench/support/bare-server.ts", ["0"])
+
+/** The durable floor (bench/support/floor-server.ts), storing into `databaseUrl`. */
+export const startFloor = (databaseUrl: string): Promise<RunningServer> =>
+  startScript("durable floor", "bench/support/floor-server.ts", [databaseUrl])
 
 export interface ServiceOptions {
   readonly databaseUrl: string
