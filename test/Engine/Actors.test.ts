@@ -137,6 +137,8 @@ layer(TestServer(), { timeout: 120_000 })("monitor actors on the TestClock", (it
       // Every incident insert for one monitor fails, as if its rows were corrupt.
       yield* sql.unsafe(`create or replace function jobmon_test_break() returns trigger language plpgsql as $$
         begin if new.monitor_id = '${broken.id}' then raise exception 'broken on purpose'; end if; return new; end $$`)
+      // (dropped first: a retried attempt finds the one its failed first attempt left)
+      yield* sql.unsafe(`drop trigger if exists jobmon_test_break on incidents`)
       yield* sql.unsafe(`create trigger jobmon_test_break before insert on incidents for each row execute function jobmon_test_break()`)
       const restartsBefore = engine.stats.restarts
       yield* TestClock.adjust("61 seconds")
@@ -146,6 +148,11 @@ layer(TestServer(), { timeout: 120_000 })("monitor actors on the TestClock", (it
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 30)))
       }
       expect(engine.stats.restarts).toBeGreaterThan(restartsBefore)
+      // The healthy actor's MISSED commits on its own fiber: wait for it (real time), not for idle
+      // (the broken actor keeps the engine busy).
+      for (let i = 0; i < 100 && (yield* incidentsOf(healthy.id)).length === 0; i++) {
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+      }
       expect((yield* incidentsOf(healthy.id)).map((i) => i.type)).toEqual(["MISSED"])
       expect(yield* incidentsOf(broken.id)).toHaveLength(0)
       // Repaired, the rebuilt actor judges again.
