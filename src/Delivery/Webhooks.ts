@@ -932,8 +932,8 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
       Effect.forkScoped
     )
 
+    // Each pass starts by syncing which pings record events (the first one too, at start).
     const worker = Effect.gen(function*() {
-      yield* syncPingEvents.pipe(Effect.catchAllCause((cause) => Effect.logError("could not sync ping events", cause)))
       for (;;) {
         const waiting = yield* Queue.takeAll(wake)
         const wait = yield* pass.pipe(

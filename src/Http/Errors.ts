@@ -1,7 +1,10 @@
 import { HttpApi, type HttpApiError } from "@effect/platform"
 import { MethodNotAllowed, NotFound, ValidationError } from "../Domain/Errors.js"
 
-/** A schema decode failure, said as one sentence that names the field (decisions §1). */
+const EXPECTED = /^Expected (.+), actual (.+)$/s
+const pathOf = (issue: { readonly path: ReadonlyArray<PropertyKey> }) => issue.path.map(String).join(".")
+const oneLine = (message: string) => message.replace(/\s+/g, " ").trim()
+
 /**
  * The first problem of a decode failure, as one message: the path and what was wrong there. A
  * choice of literals fails once per allowed value ("Expected "a", actual "z"", then "b", …); those
@@ -12,15 +15,14 @@ export const firstProblem = (
 ): { readonly path: string; readonly message: string } | undefined => {
   const first = issues[0]
   if (first === undefined) return undefined
-  const path = first.path.map(String).join(".")
-  const message = first.message.replace(/\s+/g, " ").trim()
-  const expected = /^Expected (.+), actual (.+)$/s.exec(message)
-  if (expected === null) return { path, message }
-  const actual = expected[2]!
+  const path = pathOf(first)
+  const message = oneLine(first.message)
+  const actual = EXPECTED.exec(message)?.[2]
+  if (actual === undefined) return { path, message }
+  // The run of issues at the same path about the same value: one per allowed value.
   const allowed: Array<string> = []
   for (const issue of issues) {
-    if (issue.path.map(String).join(".") !== path) break
-    const m = /^Expected (.+), actual (.+)$/s.exec(issue.message.replace(/\s+/g, " ").trim())
+    const m = pathOf(issue) === path ? EXPECTED.exec(oneLine(issue.message)) : null
     if (m === null || m[2] !== actual) break
     if (!allowed.includes(m[1]!)) allowed.push(m[1]!)
   }
@@ -31,6 +33,7 @@ export const firstProblem = (
   return { path, message: `Expected one of ${list}${values.length < allowed.length ? " (or no value)" : ""}, actual ${actual}` }
 }
 
+/** A schema decode failure, said as one sentence that names the field (decisions §1). */
 export const validationFromDecode = (error: HttpApiError.HttpApiDecodeError): ValidationError => {
   const problem = firstProblem(error.issues)
   if (problem === undefined) return new ValidationError({ path: "", message: error.message })

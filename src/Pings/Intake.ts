@@ -69,8 +69,6 @@ interface MonitorPingState {
   /** Token bucket for the per-monitor ping rate limit. */
   tokens: number
   refilledAt: number
-  /** When the ping being paired arrived (the new run id's instant). */
-  now: number
   /** The monitor's pairing context, made once (not an object and two closures per ping). */
   pairing: PairingContext | undefined
 }
@@ -113,7 +111,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const stateOf = (monitorId: string, now: number): MonitorPingState => {
       let state = states.get(monitorId)
       if (state === undefined) {
-        state = { openRuns: [], finished: [], tokens: config.pingBurst, refilledAt: now, now, pairing: undefined }
+        state = { openRuns: [], finished: [], tokens: config.pingBurst, refilledAt: now, pairing: undefined }
         states.set(monitorId, state)
       }
       return state
@@ -195,12 +193,11 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       const output = ping.output !== undefined && info.captureOutput && request.kind !== "start"
         ? prepareOutput(ping.output, info.maxOutputSizeKb * 1024)
         : undefined
-      state.now = now
       const result = pair(
         state.pairing ??= {
           monitorId: info.id,
           orgId: info.orgId,
-          newId: () => newTimeOrderedId(state.now),
+          newId: newTimeOrderedId,
           isFinished: (id) => state.finished.includes(id)
         },
         state.openRuns,

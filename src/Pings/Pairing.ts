@@ -50,7 +50,8 @@ export type PairingResult =
 export interface PairingContext {
   readonly monitorId: string
   readonly orgId: string
-  readonly newId: () => string
+  /** A new run id, for a run that starts (or is inferred to start) at a ping received `at`. */
+  readonly newId: (at: number) => string
   /** Whether a run id that is not open belongs to a finished run of this monitor. */
   readonly isFinished: (runId: string) => boolean
 }
@@ -66,7 +67,7 @@ export const pair = (
     if (ping.runId !== undefined && (openRuns.some((r) => r.id === ping.runId) || ctx.isFinished(ping.runId))) {
       return { _tag: "RunFinished", runId: ping.runId }
     }
-    const run: OpenRun = { id: ping.runId ?? ctx.newId(), startedAt: ping.receivedAt }
+    const run: OpenRun = { id: ping.runId ?? ctx.newId(ping.receivedAt), startedAt: ping.receivedAt }
     return {
       _tag: "Row",
       row: {
@@ -126,7 +127,7 @@ export const pair = (
   return {
     _tag: "Row",
     row: {
-      id: ctx.newId(),
+      id: ctx.newId(ping.receivedAt),
       monitorId: ctx.monitorId,
       orgId: ctx.orgId,
       status,
