@@ -14,8 +14,9 @@ export const ceilHour = (ms: number) => Math.ceil(ms / HOUR_MS) * HOUR_MS
  * Keeps `run_duration_hourly` current.
  * - Continuous aggregate (TimescaleDB): TimescaleDB's policy refreshes it; the service runs one
  *   refresh over all time at start-up (the aggregate is created empty, and an upgrade may find runs).
- * - Table: a background fiber recomputes the dirty (monitor, hour) keys every minute, and
- *   `refreshMonitor` does the same for one monitor's hours before a query reads them.
+ * - Table: a background fiber sweeps the hours that ended (see StatsRepo.sweep) and recomputes
+ *   the dirty (monitor, hour) keys every minute, and `refreshMonitor` does the same for one
+ *   monitor's completed hours before a query reads them.
  */
 export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
   dependencies: [StatsRepo.Default],
@@ -35,17 +36,26 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
 
     /**
      * Brings one monitor's rollup rows of the hours before `before` up to date (a no-op over a
-     * continuous aggregate). Queries read later hours from raw runs, so the hour in progress, dirty
-     * after nearly every run, is left to the background refresher. Costs one read when nothing is dirty.
+     * continuous aggregate). Queries read later hours from raw runs, so the hour in progress is left
+     * to the sweep. Hours the sweep has not reached yet (the first minute of an hour) are marked here
+     * for this monitor. Costs one read when nothing is to do.
      */
     const refreshMonitor = (monitorId: string, before: Date) =>
       backing.incremental
-        ? Effect.flatMap(repo.hasDirty(monitorId, before), (dirty) => (dirty ? Effect.asVoid(drain(monitorId, true, before)) : Effect.void))
+        ? Effect.gen(function*() {
+          const state = yield* repo.monitorRollupState(monitorId, before)
+          const marked = state.until.getTime() < before.getTime() ? yield* repo.markHours(monitorId, state.until, before) : 0
+          if (state.dirty || marked > 0) yield* drain(monitorId, true, before)
+        })
         : Effect.void
 
-    /** Brings every monitor's rollup rows up to date. */
+    /** Brings every monitor's rollup rows up to date: the hourly sweep, then the dirty keys. */
     const refreshAll = backing.incremental
-      ? drain(null, false)
+      ? Effect.gen(function*() {
+        const swept = yield* repo.sweep
+        if (swept > 0) yield* Effect.logDebug(`duration rollup: the sweep marked ${swept} monitor-hours`)
+        return yield* drain(null, false)
+      })
       : Effect.gen(function*() {
         if (!backing.cagg) return 0
         const now = yield* Clock.currentTimeMillis

@@ -32,6 +32,12 @@ export interface RawBucketRow {
   readonly mx: number
 }
 
+/**
+ * The rollup sweep's advisory lock: the rollup triggers take it shared, the sweep exclusively
+ * (sql/0013_rollup_sweep.sql, which spells the number out).
+ */
+export const ROLLUP_SWEEP_LOCK_KEY = 7_316_402_122
+
 export interface DirtyKey {
   readonly monitor_id: string
   readonly bucket: Date
@@ -169,13 +175,74 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
         })
       ).pipe(Effect.orDie, Effect.withSpan("StatsRepo.refreshDirty"))
 
-    /** Whether a monitor has dirty hours before `before` (a read, to skip the refresh transaction). */
-    const hasDirty = (monitorId: string, before: Date) =>
-      sql<{ one: number }>`
-        select 1 as one from run_duration_dirty where monitor_id = ${monitorId} and bucket < ${before} limit 1`.pipe(
-        Effect.map((rows) => rows.length > 0),
+    /**
+     * What a query must refresh for one monitor before `before` (a read, to skip the refresh
+     * transaction): whether it has dirty hours, and the hour up to which marks cover every run.
+     */
+    const monitorRollupState = (monitorId: string, before: Date) =>
+      sql<{ dirty: boolean; until: Date }>`
+        select exists (select 1 from run_duration_dirty where monitor_id = ${monitorId} and bucket < ${before}) as dirty,
+               (select until from run_duration_swept) as until`.pipe(
+        Effect.map((rows) => rows[0]!),
         Effect.orDie
       )
+
+    /**
+     * Marks dirty each (monitor, hour) in [from, to) that holds runs (of any status: a success that
+     * became a failure must be recomputed too). A loose index scan on `runs (monitor_id, started_at)`:
+     * one probe per monitor and hour with runs, whatever the number of runs.
+     */
+    const markHours = (monitorId: string | null, from: Date, to: Date) =>
+      sql<{ n: number }>`
+        with recursive hit(monitor_id, started_at) as (
+          select m.id, (select r.started_at from runs r
+                        where r.monitor_id = m.id and r.started_at >= ${from} and r.started_at < ${to}
+                        order by r.started_at limit 1)
+          from monitors m
+          where ${monitorId === null ? sql.literal("true") : sql`m.id = ${monitorId}`}
+          union all
+          select h.monitor_id, (select r.started_at from runs r
+                                where r.monitor_id = h.monitor_id
+                                  and r.started_at >= date_trunc('hour', h.started_at, 'UTC') + interval '1 hour'
+                                  and r.started_at < ${to}
+                                order by r.started_at limit 1)
+          from hit h
+          where h.started_at is not null
+        ), marked as (
+          insert into run_duration_dirty as d (monitor_id, bucket)
+          select monitor_id, date_trunc('hour', started_at, 'UTC') from hit
+          where started_at is not null
+          order by 1, 2
+          on conflict (monitor_id, bucket) do update set marked_at = excluded.marked_at
+          returning 1
+        )
+        select count(*)::int as n from marked`.pipe(Effect.map((rows) => rows[0]!.n))
+
+    /**
+     * Table mode: the hourly sweep. The rollup triggers leave runs of the hour in progress unmarked
+     * (sql/0013_rollup_sweep.sql); once the server's clock has passed `until`, this marks every
+     * (monitor, hour) in [until, cut) that holds runs and moves `until` to `cut`. First an instant
+     * under the exclusive lock (a statement of its own, so the lock ends with it): every writer that
+     * read the old hour has then committed, and every later writer reads a clock at or after `cut`
+     * and marks its runs itself. Returns the keys marked, or 0 when there was nothing to sweep.
+     */
+    const sweep = Effect.gen(function*() {
+      const [due] = yield* sql<{ due: boolean }>`
+        select until < date_trunc('hour', clock_timestamp(), 'UTC') as due from run_duration_swept`
+      if (due?.due !== true) return 0
+      const cut = yield* sql<{ cut: Date }>`
+        select date_trunc('hour', clock_timestamp(), 'UTC') as cut
+        from (select pg_advisory_xact_lock(${ROLLUP_SWEEP_LOCK_KEY}) offset 0) as locked`.pipe(Effect.map((rows) => rows[0]!.cut))
+      return yield* sql.withTransaction(
+        Effect.gen(function*() {
+          const [row] = yield* sql<{ until: Date }>`select until from run_duration_swept for update`
+          if (row === undefined || row.until.getTime() >= cut.getTime()) return 0
+          const marked = yield* markHours(null, row.until, cut)
+          yield* sql`update run_duration_swept set until = ${cut} where until < ${cut}`
+          return marked
+        })
+      )
+    }).pipe(Effect.orDie, Effect.withSpan("StatsRepo.sweep"))
 
     /** TimescaleDB mode: materialize everything up to the last whole hour (not in a transaction). */
     const refreshContinuousAggregate = (until: Date) =>
@@ -185,6 +252,17 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
         Effect.withSpan("StatsRepo.refreshContinuousAggregate")
       )
 
-    return { exact, rollupCount, rollupRows, rawBuckets, rollupBacking, refreshDirty, hasDirty, refreshContinuousAggregate } as const
+    return {
+      exact,
+      rollupCount,
+      rollupRows,
+      rawBuckets,
+      rollupBacking,
+      refreshDirty,
+      monitorRollupState,
+      markHours: (monitorId: string, from: Date, to: Date) => markHours(monitorId, from, to).pipe(Effect.orDie),
+      sweep,
+      refreshContinuousAggregate
+    } as const
   })
 }) {}

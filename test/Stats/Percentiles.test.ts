@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { call, createMonitor, createOrganization, createToken, sendPing, TestServer } from "../support/fixture.js"
+import { StatsRepo } from "../../src/Stats/StatsRepo.js"
 import { timescaleAvailable } from "../support/timescale.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -247,6 +248,111 @@ const incrementalRefreshTest = (it: It) =>
       expect(diff!.n).toBe(0)
     }), 60_000)
 
+/** The rollup rows of one monitor's hours before `cut` that differ from a recomputation from raw runs. */
+const rollupMismatches = (monitorId: string, cut: Date) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [diff] = yield* sql<{ n: number }>`
+      select count(*)::int as n from (
+        select date_trunc('hour', started_at, 'UTC') as bucket, count(*) as runs, sum(duration_ms) as s,
+               min(duration_ms) as mn, max(duration_ms) as mx
+        from runs where monitor_id = ${monitorId} and status = 'SUCCESS' and duration_ms is not null
+          and started_at < ${cut}
+        group by 1
+      ) raw full join (
+        select * from run_duration_hourly where monitor_id = ${monitorId} and bucket < ${cut}
+      ) r using (bucket)
+      where r.runs is distinct from raw.runs or r.sum_ms is distinct from raw.s
+         or r.min_ms is distinct from raw.mn or r.max_ms is distinct from raw.mx`
+    return diff!.n
+  }).pipe(Effect.orDie)
+
+/**
+ * Runs in the three hours before this one, written with the triggers off, and the sweep's mark
+ * moved back to the first of them: what the table holds when runs were written during hours that
+ * have ended since and no sweep has run yet (the first minute of an hour, or a service that was down).
+ */
+const unsweptHours = (monitorIds: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [{ cut }] = (yield* sql<{ cut: Date }>`select date_trunc('hour', now(), 'UTC') as cut`) as any
+    yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql`update run_duration_swept set until = ${cut}::timestamptz - interval '3 hours'`
+      yield* sql`set local session_replication_role = replica`
+      for (const monitorId of monitorIds) {
+        const orgId = yield* orgOf(monitorId)
+        yield* sql`
+          insert into runs (id, monitor_id, org_id, status, started_at, finished_at, duration_ms)
+          select gen_random_uuid(), ${monitorId}, ${orgId}, 'SUCCESS', t.at, t.at + interval '1 second', 1000 + i
+          from generate_series(0, 149) as i, lateral (select ${cut}::timestamptz - interval '3 hours' + i * interval '72 seconds' as at) t`
+      }
+    }))
+    return cut as Date
+  }).pipe(Effect.orDie)
+
+const sweepTests = (it: It) => {
+  it.effect("a run of the hour in progress is not marked on its own; a run of an hour that ended is, at once", () =>
+    Effect.gen(function*() {
+      expect(yield* rollupKind).toBe("table")
+      const sql = yield* SqlClient.SqlClient
+      const monitor = yield* createMonitor()
+      const hourNow = sql<{ cut: Date }>`select date_trunc('hour', clock_timestamp(), 'UTC') as cut`.pipe(Effect.map((r) => r[0]!.cut))
+      const marks = sql<{ bucket: Date }>`select bucket from run_duration_dirty where monitor_id = ${monitor.id} order by bucket`
+      const before = yield* hourNow
+      yield* seed(monitor.id, [{ minutesAgo: 0, durationMs: 1234 }])
+      const after = yield* hourNow
+      // (Unless the hour turned between the two readings: then the run's hour had ended when written.)
+      if (before.getTime() === after.getTime()) expect(yield* marks).toEqual([])
+      yield* seed(monitor.id, [{ minutesAgo: 180, durationMs: 999 }])
+      const marked = (yield* marks).map((k) => k.bucket.getTime())
+      expect(marked.filter((t) => t < before.getTime() - 2 * 3_600_000)).toHaveLength(1)
+      // Either way, a query's answer counts both.
+      const response = yield* percentiles(monitor.id, "?window=1d")
+      expect(response.body.sampleSize).toBe(2)
+    }))
+
+  it.effect("the sweep marks every (monitor, hour) that ended since the last sweep, once, and moves its mark", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* Effect.provide(StatsRepo, StatsRepo.Default)
+      const a = yield* createMonitor()
+      const b = yield* createMonitor()
+      const idle = yield* createMonitor()
+      const cut = yield* unsweptHours([a.id, b.id])
+      const marks = (id: string) =>
+        sql<{ bucket: Date }>`select bucket from run_duration_dirty where monitor_id = ${id} order by bucket`.pipe(
+          Effect.map((rows) => rows.map((r) => (cut.getTime() - r.bucket.getTime()) / 3_600_000))
+        )
+      expect(yield* marks(a.id)).toEqual([])
+      const swept = yield* repo.sweep
+      expect(swept).toBeGreaterThanOrEqual(6)
+      const [state] = yield* sql<{ until: Date }>`select until from run_duration_swept`
+      expect(state!.until.getTime()).toBeGreaterThanOrEqual(cut.getTime())
+      // Hours before now, counted back: 3, 2 and 1 hours before this one.
+      expect(yield* marks(a.id)).toEqual([3, 2, 1])
+      expect(yield* marks(b.id)).toEqual([3, 2, 1])
+      expect(yield* marks(idle.id)).toEqual([])
+      expect(yield* repo.sweep).toBe(0)
+      // The refresh consumes the marks; the rollup then equals raw runs, hour by hour.
+      yield* repo.refreshDirty(a.id, 100, true)
+      expect(yield* marks(a.id)).toEqual([])
+      expect(yield* rollupMismatches(a.id, cut)).toBe(0)
+      const [rows] = yield* sql<{ n: number }>`select count(*)::int as n from run_duration_hourly where monitor_id = ${a.id}`
+      expect(rows!.n).toBe(3)
+    }))
+
+  it.effect("a query does not wait for the sweep: it marks and recomputes its monitor's hours that ended", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor()
+      const cut = yield* unsweptHours([monitor.id])
+      yield* percentiles(monitor.id, "?window=1d")
+      expect(yield* rollupMismatches(monitor.id, cut)).toBe(0)
+      const sql = yield* SqlClient.SqlClient
+      const [rows] = yield* sql<{ n: number }>`select count(*)::int as n from run_duration_hourly where monitor_id = ${monitor.id}`
+      expect(rows!.n).toBe(3)
+    }))
+}
+
 layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("duration percentiles", (it) => {
   it.effect("p50 of 1..100 is 51: percentile_cont interpolation, halves rounded up, sample stddev", () =>
     Effect.gen(function*() {
@@ -401,7 +507,10 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("duration p
 
   approximatePathTests(it)
 
-  if (!hasTimescale) incrementalRefreshTest(it)
+  if (!hasTimescale) {
+    incrementalRefreshTest(it)
+    sweepTests(it)
+  }
 })
 
 // On a TimescaleDB server, plain mode too (TIMESCALEDB=off): the rollup is the service's table.
@@ -416,6 +525,7 @@ if (hasTimescale) {
         }))
       approximatePathTests(it)
       incrementalRefreshTest(it)
+      sweepTests(it)
     }
   )
 }
