@@ -107,6 +107,10 @@ const NEEDS_ESCAPE = /["\\]/g
 export const quoteElement = (text: string): string =>
   `"${text.replace(NEEDS_ESCAPE, "\\$&")}"`
 
+/** PostgreSQL refused the values (SQLSTATE classes 22 data exception, 23 integrity constraint). */
+const isDataError = (error: Error & { code?: string }): boolean =>
+  typeof error.code === "string" && (error.code.startsWith("22") || error.code.startsWith("23"))
+
 export type WriteCallback = (error: Error | undefined) => void
 
 interface Pending {
@@ -129,7 +133,15 @@ interface Lane {
   flushing: boolean
   /** A flush is scheduled for the end of this turn of the event loop. */
   scheduled: boolean
+  /**
+   * The lane's own connection, held between batches: a query on a held client goes to the socket
+   * at once (the pool hands out clients on a later tick), so the next batch is on its way to
+   * PostgreSQL before the answers of the last one are written.
+   */
+  client: pg.PoolClient | undefined
 }
+
+type QueryCallback = (error: (Error & { code?: string }) | undefined) => void
 
 /** The lane of a monitor: a hash of its id (the last characters of a UUID are random). */
 const laneOf = (monitorId: string, lanes: number): number => {
@@ -158,7 +170,7 @@ export class RunWriter {
    * arrived.
    */
   constructor(private readonly pool: pg.Pool, lanes: number = DEFAULT_LANES) {
-    this.lanes = Array.from({ length: Math.max(1, Math.floor(lanes)) }, () => ({ pending: [], flushing: false, scheduled: false }))
+    this.lanes = Array.from({ length: Math.max(1, Math.floor(lanes)) }, () => ({ pending: [], flushing: false, scheduled: false, client: undefined }))
   }
 
   write(row: RunRow, done: WriteCallback): void {
@@ -194,16 +206,52 @@ export class RunWriter {
     return new Promise((resolve) => this.idleWaiters.push(resolve))
   }
 
-  close(): Promise<void> {
+  /** Stops taking rows, waits for what was accepted, and gives the lanes' connections back to the pool. */
+  async close(): Promise<void> {
     this.closed = true
-    return this.drain()
+    await this.drain()
+    for (const lane of this.lanes) {
+      const client = lane.client
+      lane.client = undefined
+      client?.release()
+    }
+  }
+
+  /**
+   * Runs a query on the lane's connection, taking one from the pool first when the lane has none.
+   * A connection that failed for anything but the data (SQLSTATE classes 22 and 23: the batch is
+   * then split) is destroyed, and the next batch takes a new one.
+   */
+  private send(lane: Lane, query: pg.QueryConfig, done: QueryCallback): void {
+    const run = (client: pg.PoolClient) =>
+      client.query(query, (failure: (Error & { code?: string }) | null | undefined) => {
+        const error = failure ?? undefined
+        if (error !== undefined && !isDataError(error) && lane.client === client) {
+          lane.client = undefined
+          client.release(error)
+        }
+        done(error)
+      })
+    if (lane.client !== undefined) return void run(lane.client)
+    this.pool.connect((error, client) => {
+      if (error || client === undefined) return done(error ?? new Error("no connection to PostgreSQL"))
+      // A connection that breaks between batches must not take the process down with it.
+      client.on("error", () => {
+        if (lane.client === client) {
+          lane.client = undefined
+          client.release(true)
+        }
+      })
+      lane.client = client
+      run(client)
+    })
   }
 
   private flush(lane: Lane): void {
     const batch = lane.pending.length <= MAX_BATCH ? lane.pending : lane.pending.slice(0, MAX_BATCH)
     lane.pending = lane.pending.length <= MAX_BATCH ? [] : lane.pending.slice(MAX_BATCH)
     lane.flushing = true
-    this.writeBatch(batch, () => this.afterBatch(lane))
+    this.writeBatch(lane, batch, () => this.afterBatch(lane))
   }
 
   /**
@@ -211,7 +259,7 @@ export class RunWriter {
    * ping's values out of range, say) is split in halves, written one after the other, so that one
    * bad ping fails alone instead of taking every ping of its batch with it (arrival order kept).
    */
-  private writeBatch(batch: ReadonlyArray<Pending>, then: () => void): void {
+  private writeBatch(lane: Lane, batch: ReadonlyArray<Pending>, then: () => void): void {
     // One row per run: a start and its success in the same batch collapse to the later state
     // (rows carry the run's whole state, so the last one is the truth).
     let rows: Array<RunRow> = batch.map((p) => p.row)
@@ -224,21 +272,20 @@ export class RunWriter {
     const query = events.length > 0
       ? { name: "jobmon_runs_upsert_events", text: UPSERT_WITH_EVENTS, values: [...columnsOf(rows), ...eventColumnsOf(events)] }
       : { name: "jobmon_runs_upsert", text: UPSERT, values: columnsOf(rows) }
-    this.pool.query(query).then(
-      () => {
-        this.settle(batch, undefined, n)
+    this.send(lane, query, (error) => {
+      if (error === undefined) {
+        // Committed. The next batch goes to PostgreSQL first (it holds only pings that arrived
+        // while this one was in flight), then this one's callers are answered while it is written.
         then()
-      },
-      (error: Error & { code?: string }) => {
-        const dataError = typeof error.code === "string" && (error.code.startsWith("22") || error.code.startsWith("23"))
-        if (dataError && batch.length > 1) {
-          const half = batch.length >> 1
-          return this.writeBatch(batch.slice(0, half), () => this.writeBatch(batch.slice(half), then))
-        }
-        this.settle(batch, error, 0)
-        then()
+        return this.settle(batch, undefined, n)
       }
-    )
+      if (isDataError(error) && batch.length > 1) {
+        const half = batch.length >> 1
+        return this.writeBatch(lane, batch.slice(0, half), () => this.writeBatch(lane, batch.slice(half), then))
+      }
+      this.settle(batch, error, 0)
+      then()
+    })
   }
 
   private settle(batch: ReadonlyArray<Pending>, error: Error | undefined, rows: number): void {

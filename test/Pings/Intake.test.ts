@@ -307,6 +307,29 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("the run wr
     }))
 
 
+  it.effect("the writer's connection is killed: the service stays up and the next pings are stored on a new one", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor()
+      const sql = yield* SqlClient.SqlClient
+      const first = yield* sendPing(monitor.id, "success", { body: { durationMs: 1 } })
+      expect(first.status).toBe(200)
+      // The writer holds its connection between batches: the backend that last ran its statement.
+      const writers = yield* sql<{ pid: number }>`
+        select pid from pg_stat_activity
+        where datname = current_database() and pid <> pg_backend_pid() and query like '%insert into runs%'`
+      expect(writers.length).toBeGreaterThan(0)
+      yield* sql`select pg_terminate_backend(pid) from unnest(${writers.map((w) => w.pid)}::int[]) as pid`
+      yield* Effect.sleep("100 millis")
+      // At most the first ping after the kill meets the dead connection (503, not stored); then 200s.
+      const answers: Array<{ status: number; body: any }> = []
+      for (let i = 0; i < 5; i++) answers.push(yield* sendPing(monitor.id, "success", { body: { durationMs: 2 + i } }))
+      expect(answers.slice(1).every((a) => a.status === 200)).toBe(true)
+      expect([200, 503]).toContain(answers[0]!.status)
+      const stored = (yield* runsOf(monitor.id, "?limit=100")).map((r) => r.id).sort()
+      const acknowledged = [first, ...answers].filter((a) => a.status === 200).map((a) => a.body.runId).sort()
+      expect(stored).toEqual(acknowledged)
+    }))
+
   it.effect("a ping whose values the database refuses fails alone; the pings of its batch are stored", () =>
     Effect.gen(function*() {
       const monitor = yield* createMonitor()
