@@ -253,6 +253,7 @@ const redactXmlElements = (text: string): string =>
  * news", "bearer token expired", "Bearer realm=…").
  */
 const BEARER = /(?<![\w-])(bearer)([ \t]+)([\w.~+/=-]+)/gi
+const BEARER_HINT = /bearer/i
 
 const BEARER_PROSE = new Set(
   (
@@ -290,9 +291,14 @@ const redactUrlCredentials = (text: string): string =>
  */
 export const redact = (text: string): string => {
   let result = text.includes("PRIVATE KEY") ? text.replace(PRIVATE_KEY_BLOCK, REDACTED) : text
-  result = redactAssignments(result)
-  result = result.includes("</") ? redactXmlElements(result) : result
-  result = redactBearerTokens(result)
-  result = result.includes("//") ? redactUrlCredentials(result) : result
+  // Each rule runs only where it could find something: every secret key contains a keyword (see
+  // KEYWORD_HINT), a bearer token the word "bearer", URL credentials "//" and "@". Most output
+  // ("12 files, 3.4 MB") has none of them and is returned as it came, without a regex match.
+  if (KEYWORD_HINT.test(result)) {
+    result = redactAssignments(result)
+    result = result.includes("</") ? redactXmlElements(result) : result
+  }
+  result = BEARER_HINT.test(result) ? redactBearerTokens(result) : result
+  result = result.includes("//") && result.includes("@") ? redactUrlCredentials(result) : result
   return result === text ? text : result
 }
