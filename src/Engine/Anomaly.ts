@@ -75,38 +75,43 @@ export interface DurationModel {
   readonly medianMs: number
 }
 
-const logOf = (ms: number): number => Math.log(Math.max(MIN_DURATION_MS, ms))
+/** ln of a duration, durations under MIN_DURATION_MS counted as MIN_DURATION_MS. */
+export const durationLog = (ms: number): number => Math.log(Math.max(MIN_DURATION_MS, ms))
+const logOf = durationLog
 
 /**
  * Learns the distribution of recent successful durations; null while fewer than
  * MIN_RUNS_FOR_LEARNING are known (no judgement yet).
  */
-export const learnDurations = (durations: ReadonlyArray<number>): DurationModel | null =>
-  durations.length < MIN_RUNS_FOR_LEARNING ? null : learnFromSorted(sortedCopy(durations), durations.length)
+export const learnDurations = (durations: ReadonlyArray<number>): DurationModel | null => {
+  if (durations.length < MIN_RUNS_FOR_LEARNING) return null
+  const sorted = sortedCopy(durations)
+  return learnFromSortedLogs(sortedLogsOf(sorted), sorted, durations.length)
+}
 
-/** learnDurations of a monitor's history, from its sorted buffer (no copy, no sorting). */
+/** learnDurations of a monitor's history, from its sorted buffers (no copy, no sorting, no logarithm). */
 export const learnHistory = (history: DurationHistory): DurationModel | null =>
-  history.length < MIN_RUNS_FOR_LEARNING ? null : learnFromSorted(history.sortedBuffer(), history.length)
+  history.length < MIN_RUNS_FOR_LEARNING ? null : learnFromSortedLogs(history.sortedLogsBuffer(), history.sortedBuffer(), history.length)
 
 /**
- * The model from the first `n` durations of `raw`, sorted ascending, in O(n) without sorting: ln
- * is increasing, so the sorted logarithms are the logarithms of the sorted durations; the absolute
- * deviations from their median come out ordered by walking outwards from the median (a merge of
- * two sorted runs, each logarithm taken once). The arithmetic is the same as sorting each
- * sequence, so the result is identical.
+ * The model from the first `n` durations of `raw`, sorted ascending, and their `durationLog`s in
+ * `logs` (same order), in O(n) without sorting: ln is increasing, so the sorted logarithms are the
+ * logarithms of the sorted durations; the absolute deviations from their median come out ordered
+ * by walking outwards from the median (a merge of two sorted runs). The arithmetic is the same as
+ * sorting each sequence, so the result is identical.
  */
-const learnFromSorted = (raw: Float64Array, n: number): DurationModel => {
+const learnFromSortedLogs = (logs: Float64Array, raw: Float64Array, n: number): DurationModel => {
   const h = (n - 1) * 0.5
   const lo = Math.floor(h)
   const hi = Math.min(n - 1, lo + 1)
-  const logLo = logOf(raw[lo]!)
-  const medianLog = logLo + (h - lo) * (logOf(raw[hi]!) - logLo)
+  const logLo = logs[lo]!
+  const medianLog = logLo + (h - lo) * (logs[hi]! - logLo)
   // deviations in ascending order: left walks down from the median, right walks up
-  let left = lo // logOf(raw[lo]) ≤ medianLog ≤ logOf(raw[hi])
-  while (left + 1 < n && logOf(raw[left + 1]!) <= medianLog) left++
+  let left = lo // logs[lo] ≤ medianLog ≤ logs[hi]
+  while (left + 1 < n && logs[left + 1]! <= medianLog) left++
   let right = left + 1
-  let dl = left >= 0 ? Math.abs(logOf(raw[left]!) - medianLog) : Infinity
-  let dr = right < n ? Math.abs(logOf(raw[right]!) - medianLog) : Infinity
+  let dl = left >= 0 ? Math.abs(logs[left]! - medianLog) : Infinity
+  let dr = right < n ? Math.abs(logs[right]! - medianLog) : Infinity
   let devLo = 0
   let devHi = 0
   for (let k = 0; k <= hi; k++) {
@@ -114,11 +119,11 @@ const learnFromSorted = (raw: Float64Array, n: number): DurationModel => {
     if (dl <= dr) {
       d = dl
       left--
-      dl = left >= 0 ? Math.abs(logOf(raw[left]!) - medianLog) : Infinity
+      dl = left >= 0 ? Math.abs(logs[left]! - medianLog) : Infinity
     } else {
       d = dr
       right++
-      dr = right < n ? Math.abs(logOf(raw[right]!) - medianLog) : Infinity
+      dr = right < n ? Math.abs(logs[right]! - medianLog) : Infinity
     }
     if (k === lo) devLo = d
     if (k === hi) devHi = d
@@ -132,6 +137,9 @@ const learnFromSorted = (raw: Float64Array, n: number): DurationModel => {
     medianMs: rawLo + (h - lo) * (raw[hi]! - rawLo)
   }
 }
+
+/** `durationLog` of each element. */
+const sortedLogsOf = (sorted: Float64Array): Float64Array => sorted.map((ms) => durationLog(ms))
 
 export type DurationVerdict =
   | { readonly _tag: "Normal"; readonly z: number }

@@ -10,7 +10,7 @@
  * after it (the duration added, the one dropped) and, if it is ever read again (tests do, the
  * engine does not), rebuilds its own buffers from its successor's once.
  */
-import { percentileOfSorted } from "./Anomaly.js"
+import { durationLog, percentileOfSorted } from "./Anomaly.js"
 
 interface Store {
   /**
@@ -21,10 +21,15 @@ interface Store {
   start: number
   /** The durations sorted ascending. */
   readonly sorted: Float64Array
+  /**
+   * `durationLog` of each sorted duration, same order: the duration model reads half of them for
+   * every finished run, and a logarithm costs more than keeping it.
+   */
+  readonly logs: Float64Array
 }
 
 /** Histories that never had a duration share this one (it is never changed: appending grows first). */
-const EMPTY: Store = { values: new Float64Array(0), start: 0, sorted: new Float64Array(0) }
+const EMPTY: Store = { values: new Float64Array(0), start: 0, sorted: new Float64Array(0), logs: new Float64Array(0) }
 
 /** Index of the first of the first `end` elements of `sorted` that is ≥ value. */
 const lowerBound = (sorted: Float64Array, value: number, end: number): number => {
@@ -41,8 +46,8 @@ const lowerBound = (sorted: Float64Array, value: number, end: number): number =>
 const storeOf = (values: ReadonlyArray<number>, memory: number): Store => {
   const kept = values.length > memory ? values.slice(values.length - memory) : values
   if (kept.length === 0) return EMPTY
-  const store: Store = { values: Float64Array.from(kept), start: 0, sorted: Float64Array.from(kept).sort() }
-  return store
+  const sorted = Float64Array.from(kept).sort()
+  return { values: Float64Array.from(kept), start: 0, sorted, logs: sorted.map((ms) => durationLog(ms)) }
 }
 
 /** A larger copy of a store that has not wrapped yet (start = 0, every slot in use). */
@@ -53,20 +58,25 @@ const grow = (store: Store, memory: number): Store => {
   values.set(store.values)
   const sorted = new Float64Array(capacity)
   sorted.set(store.sorted)
-  return { values, start: 0, sorted }
+  const logs = new Float64Array(capacity)
+  logs.set(store.logs)
+  return { values, start: 0, sorted, logs }
 }
 
-/** Removes one occurrence of `value` from the first `n` sorted elements. */
-const removeSorted = (sorted: Float64Array, value: number, n: number): void => {
-  const at = lowerBound(sorted, value, n)
-  sorted.copyWithin(at, at + 1, n)
+/** Removes one occurrence of `value` from the first `n` sorted elements (and its logarithm). */
+const removeSorted = (store: Store, value: number, n: number): void => {
+  const at = lowerBound(store.sorted, value, n)
+  store.sorted.copyWithin(at, at + 1, n)
+  store.logs.copyWithin(at, at + 1, n)
 }
 
-/** Inserts `value` into the first `n` sorted elements (n < capacity). */
-const insertSorted = (sorted: Float64Array, value: number, n: number): void => {
-  const at = lowerBound(sorted, value, n)
-  sorted.copyWithin(at + 1, at, n)
-  sorted[at] = value
+/** Inserts `value` into the first `n` sorted elements (n < capacity), and its logarithm. */
+const insertSorted = (store: Store, value: number, n: number): void => {
+  const at = lowerBound(store.sorted, value, n)
+  store.sorted.copyWithin(at + 1, at, n)
+  store.sorted[at] = value
+  store.logs.copyWithin(at + 1, at, n)
+  store.logs[at] = durationLog(value)
 }
 
 export class DurationHistory {
@@ -99,12 +109,12 @@ export class DurationHistory {
       dropped = store.values[store.start]!
       store.values[store.start] = durationMs
       store.start = (store.start + 1) % n
-      removeSorted(store.sorted, dropped, n)
-      insertSorted(store.sorted, durationMs, n - 1)
+      removeSorted(store, dropped, n)
+      insertSorted(store, durationMs, n - 1)
     } else {
       if (n === store.values.length) store = grow(store, this.memory)
       store.values[n] = durationMs
-      insertSorted(store.sorted, durationMs, n)
+      insertSorted(store, durationMs, n)
     }
     const next = new DurationHistory(store, n === this.memory ? n : n + 1, this.memory)
     this.store = undefined
@@ -145,6 +155,11 @@ export class DurationHistory {
    */
   sortedBuffer(): Float64Array {
     return this.own().sorted
+  }
+
+  /** `durationLog` of each element of `sortedBuffer()`, in the same order (do not change it). */
+  sortedLogsBuffer(): Float64Array {
+    return this.own().logs
   }
 
   /** The buffers of this version; a superseded version rebuilds its own from its successor's, once. */
