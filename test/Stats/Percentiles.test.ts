@@ -196,6 +196,25 @@ const approximatePathTests = (it: It) => {
     }), 60_000)
 }
 
+/** The rollup rows of one monitor's hours before `cut` that differ from a recomputation from raw runs. */
+const rollupMismatches = (monitorId: string, cut: Date) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [diff] = yield* sql<{ n: number }>`
+      select count(*)::int as n from (
+        select date_trunc('hour', started_at, 'UTC') as bucket, count(*) as runs, sum(duration_ms) as s,
+               min(duration_ms) as mn, max(duration_ms) as mx
+        from runs where monitor_id = ${monitorId} and status = 'SUCCESS' and duration_ms is not null
+          and started_at < ${cut}
+        group by 1
+      ) raw full join (
+        select * from run_duration_hourly where monitor_id = ${monitorId} and bucket < ${cut}
+      ) r using (bucket)
+      where r.runs is distinct from raw.runs or r.sum_ms is distinct from raw.s
+         or r.min_ms is distinct from raw.mn or r.max_ms is distinct from raw.mx`
+    return diff!.n
+  }).pipe(Effect.orDie)
+
 const incrementalRefreshTest = (it: It) =>
   it.effect("the rollup table is refreshed incrementally: inserts, updates and deletes are picked up", () =>
     Effect.gen(function*() {
@@ -233,39 +252,8 @@ const incrementalRefreshTest = (it: It) =>
       expect(second.body.percentiles.p95).toBeGreaterThan(first.body.percentiles.p95)
 
       // The rollup rows of the completed hours equal a recomputation from raw runs, hour by hour.
-      const [diff] = yield* sql<{ n: number }>`
-        select count(*)::int as n from (
-          select date_trunc('hour', started_at, 'UTC') as bucket, count(*) as runs, sum(duration_ms) as s,
-                 min(duration_ms) as mn, max(duration_ms) as mx
-          from runs where monitor_id = ${monitor.id} and status = 'SUCCESS' and duration_ms is not null
-            and started_at < ${secondCut}
-          group by 1
-        ) raw full join (
-          select * from run_duration_hourly where monitor_id = ${monitor.id} and bucket < ${secondCut}
-        ) r using (bucket)
-        where r.runs is distinct from raw.runs or r.sum_ms is distinct from raw.s
-           or r.min_ms is distinct from raw.mn or r.max_ms is distinct from raw.mx`
-      expect(diff!.n).toBe(0)
+      expect(yield* rollupMismatches(monitor.id, secondCut)).toBe(0)
     }), 60_000)
-
-/** The rollup rows of one monitor's hours before `cut` that differ from a recomputation from raw runs. */
-const rollupMismatches = (monitorId: string, cut: Date) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const [diff] = yield* sql<{ n: number }>`
-      select count(*)::int as n from (
-        select date_trunc('hour', started_at, 'UTC') as bucket, count(*) as runs, sum(duration_ms) as s,
-               min(duration_ms) as mn, max(duration_ms) as mx
-        from runs where monitor_id = ${monitorId} and status = 'SUCCESS' and duration_ms is not null
-          and started_at < ${cut}
-        group by 1
-      ) raw full join (
-        select * from run_duration_hourly where monitor_id = ${monitorId} and bucket < ${cut}
-      ) r using (bucket)
-      where r.runs is distinct from raw.runs or r.sum_ms is distinct from raw.s
-         or r.min_ms is distinct from raw.mn or r.max_ms is distinct from raw.mx`
-    return diff!.n
-  }).pipe(Effect.orDie)
 
 /**
  * Runs in the three hours before this one, written with the triggers off, and the sweep's mark
