@@ -208,6 +208,16 @@ const raise = (
   }
 }
 
+/** Whether one of `types` has an active incident (no allocation: this runs for every finished run). */
+const hasActive = (active: ReadonlyArray<ActiveIncident>, types: ReadonlyArray<IncidentType>): boolean => {
+  for (const incident of active) if (types.includes(incident.type)) return true
+  return false
+}
+
+const LATE_ONLY: ReadonlyArray<IncidentType> = ["LATE"]
+const MISSED_AND_FAIL: ReadonlyArray<IncidentType> = ["MISSED", "FAIL"]
+const ANOMALY_ONLY: ReadonlyArray<IncidentType> = ["ANOMALY"]
+
 const resolve = (
   d: Draft,
   effects: Array<EngineEffect>,
@@ -216,9 +226,8 @@ const resolve = (
   at: number,
   reason: string
 ): void => {
-  if (!d.config.autoResolve || ctx.inMaintenance(d.config.id, at)) return
+  if (!d.config.autoResolve || !hasActive(d.activeIncidents, types) || ctx.inMaintenance(d.config.id, at)) return
   const active = types.filter((t) => d.activeIncidents.some((a) => a.type === t))
-  if (active.length === 0) return
   effects.push({ _tag: "ResolveIncidents", types: active, at, reason })
   d.activeIncidents = d.activeIncidents.filter((a) => !active.includes(a.type))
 }
@@ -346,6 +355,10 @@ const collectLate = (d: Draft, effects: Array<EngineEffect>, at: number, ctx: Ru
  */
 const advance = (d: Draft, effects: Array<EngineEffect>, at: number, ctx: RulesContext, floor: number): void => {
   if (d.config.paused) return
+  // The common case, nothing due, allocates nothing.
+  const pending = d.nextExpectedAt
+  const missedDue = pending !== null && pending + d.config.graceSeconds * 1000 <= at
+  if (!missedDue && !d.openRuns.some((r) => !r.lateReported)) return
   const due: Array<Due> = []
   collectMissed(d, effects, at, ctx, floor, due)
   collectLate(d, effects, at, ctx, floor, due)
@@ -426,12 +439,12 @@ const anomalyOf = (
 const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<EngineEvent, { _tag: "RunFinished" }>, ctx: RulesContext) => {
   const { at, run } = event
   d.lastPingAt = d.lastPingAt === null ? at : Math.max(d.lastPingAt, at)
-  d.openRuns = d.openRuns.filter((r) => r.id !== run.id)
+  if (d.openRuns.length > 0) d.openRuns = d.openRuns.filter((r) => r.id !== run.id)
   satisfy(d, at, run.startInferred ? "begin" : "end")
   d.lastRunStatus = run.status
 
   // LATE resolves when its run finishes, success or fail (and no other late run is still open).
-  if (!d.openRuns.some((r) => r.lateReported)) resolve(d, effects, ctx, ["LATE"], at, "the late run finished")
+  if (!d.openRuns.some((r) => r.lateReported)) resolve(d, effects, ctx, LATE_ONLY, at, "the late run finished")
 
   const history = d.recentDurations
   if (run.status === "FAIL") {
@@ -451,7 +464,7 @@ const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<En
     return
   }
 
-  resolve(d, effects, ctx, ["MISSED", "FAIL"], at, "a successful run")
+  resolve(d, effects, ctx, MISSED_AND_FAIL, at, "a successful run")
   if (!validDuration(run.durationMs)) return // nothing to judge, and nothing learned
   const durationMs = run.durationMs
   const model = learnHistory(history)
@@ -463,7 +476,7 @@ const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<En
   if (anomaly !== null) {
     raise(d, effects, ctx, { type: "ANOMALY", severity: anomaly.severity, at, runId: run.id, details: anomaly.details })
   } else if (verdict !== null) {
-    resolve(d, effects, ctx, ["ANOMALY"], at, "a run within the expected duration")
+    resolve(d, effects, ctx, ANOMALY_ONLY, at, "a run within the expected duration")
   }
 }
 
