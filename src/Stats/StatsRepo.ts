@@ -38,6 +38,9 @@ export interface RawBucketRow {
  */
 export const ROLLUP_SWEEP_LOCK_KEY = 7_316_402_122
 
+/** The sweep's mark when its row is missing: before any run, so everything is swept again. */
+const SWEEP_EVERYTHING = new Date("0001-01-01T00:00:00Z")
+
 export interface DirtyKey {
   readonly monitor_id: string
   readonly bucket: Date
@@ -182,7 +185,7 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
     const monitorRollupState = (monitorId: string, before: Date) =>
       sql<{ dirty: boolean; until: Date }>`
         select exists (select 1 from run_duration_dirty where monitor_id = ${monitorId} and bucket < ${before}) as dirty,
-               (select until from run_duration_swept) as until`.pipe(
+               coalesce((select until from run_duration_swept), ${SWEEP_EVERYTHING}) as until`.pipe(
         Effect.map((rows) => rows[0]!),
         Effect.orDie
       )
@@ -228,14 +231,21 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
      */
     const sweep = Effect.gen(function*() {
       const [due] = yield* sql<{ due: boolean }>`
-        select until < date_trunc('hour', clock_timestamp(), 'UTC') as due from run_duration_swept`
+        select coalesce((select until from run_duration_swept), ${SWEEP_EVERYTHING}) < date_trunc('hour', clock_timestamp(), 'UTC') as due`
       if (due?.due !== true) return 0
       const cut = yield* sql<{ cut: Date }>`
         select date_trunc('hour', clock_timestamp(), 'UTC') as cut
         from (select pg_advisory_xact_lock(${ROLLUP_SWEEP_LOCK_KEY}) offset 0) as locked`.pipe(Effect.map((rows) => rows[0]!.cut))
       return yield* sql.withTransaction(
         Effect.gen(function*() {
-          const [row] = yield* sql<{ until: Date }>`select until from run_duration_swept for update`
+          let [row] = yield* sql<{ until: Date }>`select until from run_duration_swept for update`
+          if (row === undefined) {
+            // The row was deleted (by hand): nothing says which runs are covered, so all of them are swept.
+            ;[row] = yield* sql<{ until: Date }>`
+              insert into run_duration_swept (until) values (${SWEEP_EVERYTHING})
+              on conflict (singleton) do update set until = run_duration_swept.until
+              returning until`
+          }
           if (row === undefined || row.until.getTime() >= cut.getTime()) return 0
           const marked = yield* markHours(null, row.until, cut)
           yield* sql`update run_duration_swept set until = ${cut} where until < ${cut}`

@@ -321,6 +321,13 @@ const sweepTests = (it: It) => {
       expect(yield* marks(b.id)).toEqual([3, 2, 1])
       expect(yield* marks(idle.id)).toEqual([])
       expect(yield* repo.sweep).toBe(0)
+      // Its row deleted by hand, the sweep starts over from the first run and puts the row back.
+      yield* sql`delete from run_duration_dirty where monitor_id = ${b.id}`
+      yield* sql`delete from run_duration_swept`
+      expect(yield* repo.sweep).toBeGreaterThanOrEqual(6)
+      expect(yield* marks(b.id)).toEqual([3, 2, 1])
+      const [again] = yield* sql<{ until: Date }>`select until from run_duration_swept`
+      expect(again!.until.getTime()).toBeGreaterThanOrEqual(cut.getTime())
       // The refresh consumes the marks; the rollup then equals raw runs, hour by hour.
       yield* repo.refreshDirty(a.id, 100, true)
       expect(yield* marks(a.id)).toEqual([])
