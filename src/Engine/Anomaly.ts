@@ -77,7 +77,9 @@ export interface DurationModel {
 
 /** ln of a duration, durations under MIN_DURATION_MS counted as MIN_DURATION_MS. */
 export const durationLog = (ms: number): number => Math.log(Math.max(MIN_DURATION_MS, ms))
-const logOf = durationLog
+
+/** `durationLog` of each element, in the same order. */
+export const durationLogs = (durations: Float64Array): Float64Array => durations.map((ms) => durationLog(ms))
 
 /**
  * Learns the distribution of recent successful durations; null while fewer than
@@ -86,7 +88,7 @@ const logOf = durationLog
 export const learnDurations = (durations: ReadonlyArray<number>): DurationModel | null => {
   if (durations.length < MIN_RUNS_FOR_LEARNING) return null
   const sorted = sortedCopy(durations)
-  return learnFromSortedLogs(sortedLogsOf(sorted), sorted, durations.length)
+  return learnFromSortedLogs(durationLogs(sorted), sorted, durations.length)
 }
 
 /** learnDurations of a monitor's history, from its sorted buffers (no copy, no sorting, no logarithm). */
@@ -138,9 +140,6 @@ const learnFromSortedLogs = (logs: Float64Array, raw: Float64Array, n: number): 
   }
 }
 
-/** `durationLog` of each element. */
-const sortedLogsOf = (sorted: Float64Array): Float64Array => sorted.map((ms) => durationLog(ms))
-
 export type DurationVerdict =
   | { readonly _tag: "Normal"; readonly z: number }
   | {
@@ -152,7 +151,7 @@ export type DurationVerdict =
 
 /** z of a duration against a model: (ln d − median) / spread. */
 export const zScore = (model: DurationModel, durationMs: number): number =>
-  (logOf(durationMs) - model.medianLog) / model.spread
+  (durationLog(durationMs) - model.medianLog) / model.spread
 
 /**
  * Judges one duration against a model learned from the durations *before* it:

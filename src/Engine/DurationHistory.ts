@@ -10,7 +10,7 @@
  * after it (the duration added, the one dropped) and, if it is ever read again (tests do, the
  * engine does not), rebuilds its own buffers from its successor's once.
  */
-import { durationLog, percentileOfSorted } from "./Anomaly.js"
+import { durationLog, durationLogs, percentileOfSorted } from "./Anomaly.js"
 
 interface Store {
   /**
@@ -47,7 +47,7 @@ const storeOf = (values: ReadonlyArray<number>, memory: number): Store => {
   const kept = values.length > memory ? values.slice(values.length - memory) : values
   if (kept.length === 0) return EMPTY
   const sorted = Float64Array.from(kept).sort()
-  return { values: Float64Array.from(kept), start: 0, sorted, logs: sorted.map((ms) => durationLog(ms)) }
+  return { values: Float64Array.from(kept), start: 0, sorted, logs: durationLogs(sorted) }
 }
 
 /** A larger copy of a store that has not wrapped yet (start = 0, every slot in use). */

@@ -263,7 +263,7 @@ const incrementalRefreshTest = (it: It) =>
 const unsweptHours = (monitorIds: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const [{ cut }] = (yield* sql<{ cut: Date }>`select date_trunc('hour', now(), 'UTC') as cut`) as any
+    const cut = yield* sql<{ cut: Date }>`select date_trunc('hour', now(), 'UTC') as cut`.pipe(Effect.map((rows) => rows[0]!.cut))
     yield* sql.withTransaction(Effect.gen(function*() {
       yield* sql`update run_duration_swept set until = ${cut}::timestamptz - interval '3 hours'`
       yield* sql`set local session_replication_role = replica`
@@ -275,7 +275,7 @@ const unsweptHours = (monitorIds: ReadonlyArray<string>) =>
           from generate_series(0, 149) as i, lateral (select ${cut}::timestamptz - interval '3 hours' + i * interval '72 seconds' as at) t`
       }
     }))
-    return cut as Date
+    return cut
   }).pipe(Effect.orDie)
 
 const sweepTests = (it: It) => {
