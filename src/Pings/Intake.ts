@@ -75,6 +75,18 @@ interface MonitorPingState {
 
 const FINISHED_MEMORY = 64
 
+/**
+ * A monitor's pairing context, made once. Outside `accept` on purpose: a closure made there would
+ * keep that function's whole scope (the first ping's request and its answer) alive for as long as
+ * the monitor is known.
+ */
+const pairingContext = (info: MonitorInfo, state: MonitorPingState): PairingContext => ({
+  monitorId: info.id,
+  orgId: info.orgId,
+  newId: newTimeOrderedId,
+  isFinished: (id) => state.finished.includes(id)
+})
+
 export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
   dependencies: [MonitorCache.Default],
   scoped: Effect.gen(function*() {
@@ -194,12 +206,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
         ? prepareOutput(ping.output, info.maxOutputSizeKb * 1024)
         : undefined
       const result = pair(
-        state.pairing ??= {
-          monitorId: info.id,
-          orgId: info.orgId,
-          newId: newTimeOrderedId,
-          isFinished: (id) => state.finished.includes(id)
-        },
+        state.pairing ??= pairingContext(info, state),
         state.openRuns,
         {
           kind: request.kind,

@@ -143,6 +143,21 @@ interface Lane {
 
 type QueryCallback = (error: (Error & { code?: string }) | undefined) => void
 
+/**
+ * The lane holds `client` from now on. A connection that breaks between batches must not take the
+ * process down with it. (A function of its own: a handler made inside `send` would keep the first
+ * batch, and every answer callback in it, alive as long as the connection.)
+ */
+const adopt = (lane: Lane, client: pg.PoolClient): void => {
+  client.on("error", () => {
+    if (lane.client === client) {
+      lane.client = undefined
+      client.release(true)
+    }
+  })
+  lane.client = client
+}
+
 /** The lane of a monitor: a hash of its id (the last characters of a UUID are random). */
 const laneOf = (monitorId: string, lanes: number): number => {
   if (lanes === 1) return 0
@@ -235,14 +250,7 @@ export class RunWriter {
     if (lane.client !== undefined) return void run(lane.client)
     this.pool.connect((error, client) => {
       if (error || client === undefined) return done(error ?? new Error("no connection to PostgreSQL"))
-      // A connection that breaks between batches must not take the process down with it.
-      client.on("error", () => {
-        if (lane.client === client) {
-          lane.client = undefined
-          client.release(true)
-        }
-      })
-      lane.client = client
+      adopt(lane, client)
       run(client)
     })
   }

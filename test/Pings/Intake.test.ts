@@ -3,6 +3,8 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Engine } from "../../src/Engine/Engine.js"
 import { randomUUID } from "node:crypto"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import { Database } from "../../src/Db/Database.js"
 import { Intake } from "../../src/Pings/Intake.js"
 import type { RunRow } from "../../src/Pings/Pairing.js"
@@ -254,6 +256,36 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.recei
       expect(events.map((e: any) => e.data.ping.kind)).toEqual(["fail", "start"]) // newest first
       expect(JSON.stringify(events)).not.toContain("hunter2")
       yield* intake.setPingEvents("none")
+    }))
+})
+
+layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("memory", (it) => {
+  it.effect("an answered ping's request and answer callback are not kept by its monitor's state (the first ping's included)", () =>
+    Effect.gen(function*() {
+      v8.setFlagsFromString("--expose-gc")
+      const gc = vm.runInNewContext("gc") as () => void
+      const intake = yield* Intake
+      const { token } = yield* createToken("ping")
+      const monitor = yield* createMonitor()
+      const refs: Array<WeakRef<object>> = []
+      for (const kind of ["start", "success", "success"] as const) {
+        // Made in a function of their own, so nothing in this generator holds them.
+        const answer = yield* Effect.async<number>((resume) => {
+          const request = { monitorId: monitor.id, kind, authorization: `Bearer ${token}`, query: "", body: `{"output":"${"x".repeat(64)}"}` }
+          const reply = (r: { status: number }) => resume(Effect.succeed(r.status))
+          refs.push(new WeakRef(request), new WeakRef(reply))
+          intake.submit(request, reply)
+        })
+        expect(answer).toBe(200)
+      }
+      yield* (yield* Engine).idle
+      yield* Effect.promise(() => intake.drain())
+      // WeakRefs hold their target until the end of the job that made them: collect on later turns.
+      for (let i = 0; i < 5; i++) {
+        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+        gc()
+      }
+      expect(refs.map((r) => r.deref() === undefined)).toEqual(refs.map(() => true))
     }))
 })
 
