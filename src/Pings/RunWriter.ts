@@ -111,6 +111,17 @@ export const quoteElement = (text: string): string =>
 const isDataError = (error: Error & { code?: string }): boolean =>
   typeof error.code === "string" && (error.code.startsWith("22") || error.code.startsWith("23"))
 
+/**
+ * PostgreSQL rolled the statement back to break a deadlock (40P01) or a serialization conflict
+ * (40001): nothing was written, and the same statement may simply run again. (The rollup's row
+ * triggers mark (monitor, hour) keys in the batch's order while a statistics query claims them in
+ * key order: rare, but possible at the turn of an hour.)
+ */
+const isTransient = (error: Error & { code?: string }): boolean => error.code === "40P01" || error.code === "40001"
+
+/** How often a batch is sent again after a transient failure before its pings are answered 503. */
+export const TRANSIENT_RETRIES = 3
+
 export type WriteCallback = (error: Error | undefined) => void
 
 interface Pending {
@@ -241,7 +252,7 @@ export class RunWriter {
     const run = (client: pg.PoolClient) =>
       client.query(query, (failure: (Error & { code?: string }) | null | undefined) => {
         const error = failure ?? undefined
-        if (error !== undefined && !isDataError(error) && lane.client === client) {
+        if (error !== undefined && !isDataError(error) && !isTransient(error) && lane.client === client) {
           lane.client = undefined
           client.release(error)
         }
@@ -265,9 +276,11 @@ export class RunWriter {
   /**
    * Writes one batch and answers its callers. A batch that PostgreSQL refuses for its data (one
    * ping's values out of range, say) is split in halves, written one after the other, so that one
-   * bad ping fails alone instead of taking every ping of its batch with it (arrival order kept).
+   * bad ping fails alone instead of taking every ping of its batch with it (arrival order kept). A
+   * batch rolled back for a deadlock or a serialization conflict is sent again, up to
+   * TRANSIENT_RETRIES times.
    */
-  private writeBatch(lane: Lane, batch: ReadonlyArray<Pending>, then: () => void): void {
+  private writeBatch(lane: Lane, batch: ReadonlyArray<Pending>, then: () => void, attempt = 0): void {
     // One row per run: a start and its success in the same batch collapse to the later state
     // (rows carry the run's whole state, so the last one is the truth).
     let rows: Array<RunRow> = batch.map((p) => p.row)
@@ -287,6 +300,7 @@ export class RunWriter {
         then()
         return this.settle(batch, undefined, n)
       }
+      if (isTransient(error) && attempt < TRANSIENT_RETRIES) return this.writeBatch(lane, batch, then, attempt + 1)
       if (isDataError(error) && batch.length > 1) {
         const half = batch.length >> 1
         return this.writeBatch(lane, batch.slice(0, half), () => this.writeBatch(lane, batch.slice(half), then))

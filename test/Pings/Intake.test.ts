@@ -362,6 +362,49 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("the run wr
       expect(stored).toEqual(acknowledged)
     }))
 
+  it.effect("a batch that PostgreSQL rolls back to break a deadlock is sent again: its pings are stored and answered", () =>
+    Effect.gen(function*() {
+      const database = yield* Database
+      const sql = yield* SqlClient.SqlClient
+      const [mode] = yield* sql<{ t: string | null }>`select to_regclass('public.run_duration_dirty')::text as t`
+      if (mode?.t === null) return // the continuous aggregate's mode marks no keys
+      const writer = new RunWriter(database.pool)
+      const orgId = randomUUID()
+      const monitorId = randomUUID()
+      const HOUR = 3_600_000
+      const newer = Math.floor(Date.now() / HOUR) * HOUR - HOUR
+      const older = newer - HOUR
+      // Both (monitor, hour) keys exist, so marking them takes their row locks.
+      yield* sql`insert into run_duration_dirty (monitor_id, bucket)
+        values (${monitorId}, to_timestamp(${newer / 1000})), (${monitorId}, to_timestamp(${older / 1000}))`
+      const base = { orgId, monitorId, status: "SUCCESS" as const, startInferred: false, exitCode: null, output: null, outputTruncated: false, outputBytes: null, durationMs: 1_000 }
+      const row = (startedAt: number): RunRow => ({ ...base, id: randomUUID(), startedAt, finishedAt: startedAt + 1_000, pingAt: startedAt + 1_000 })
+      const rows = [row(newer + 60_000), row(older + 60_000)]
+      const answers = yield* Effect.promise(async () => {
+        const other = await database.pool.connect()
+        try {
+          // This session never gives up first: PostgreSQL breaks the deadlock in the writer's statement.
+          await other.query("set deadlock_timeout = '30s'")
+          await other.query("begin")
+          const mark = `update run_duration_dirty set marked_at = now() where monitor_id = $1 and bucket = to_timestamp($2)`
+          await other.query(mark, [monitorId, older / 1000])
+          // The writer's row triggers mark the newer hour, then wait for the older one…
+          const written = rows.map((r) => new Promise<string>((resolve) => writer.write(r, (error) => resolve(error === undefined ? "stored" : error.message))))
+          await new Promise((resolve) => setTimeout(resolve, 300))
+          // …which this session holds while it asks for the newer one: a deadlock.
+          await other.query(mark, [monitorId, newer / 1000])
+          await other.query("commit")
+          return await Promise.all(written)
+        } finally {
+          other.release()
+          await writer.close()
+        }
+      })
+      expect(answers).toEqual(["stored", "stored"])
+      const stored = yield* sql<{ id: string }>`select id from runs where monitor_id = ${monitorId} order by started_at desc`
+      expect(stored.map((r) => r.id)).toEqual(rows.map((r) => r.id))
+    }), { timeout: 60_000 })
+
   it.effect("a ping whose values the database refuses fails alone; the pings of its batch are stored", () =>
     Effect.gen(function*() {
       const monitor = yield* createMonitor()
