@@ -11,7 +11,7 @@ if (command === "exec" || command === "ping") {
   // objects live long, allocates every later request's objects in the old generation; the young ones
   // they point to then survive each scavenge and are promoted too, a third of all the intake
   // allocates (docs/performance.md, "Pretenuring"). The service runs without it.
-  if (process.env.JOBMON_V8_PRETENURING !== "1") (await import("node:v8")).setFlagsFromString("--no-allocation-site-pretenuring")
+  if (process.env.V8_PRETENURING !== "1") (await import("node:v8")).setFlagsFromString("--no-allocation-site-pretenuring")
   const { register } = await import("tsx/esm/api")
   register()
   await import("../src/Cli/main.ts")
