@@ -97,10 +97,11 @@ export const learnHistory = (history: DurationHistory): DurationModel | null =>
 
 /**
  * The model from the first `n` durations of `raw`, sorted ascending, and their `durationLog`s in
- * `logs` (same order), in O(n) without sorting: ln is increasing, so the sorted logarithms are the
- * logarithms of the sorted durations; the absolute deviations from their median come out ordered
- * by walking outwards from the median (a merge of two sorted runs). The arithmetic is the same as
- * sorting each sequence, so the result is identical.
+ * `logs` (same order), without sorting: ln is increasing, so the sorted logarithms are the
+ * logarithms of the sorted durations; the absolute deviations from their median are two sorted
+ * runs (walking down from the median, and up from it), and the MAD's order statistics are found
+ * in them by bisection, O(log n), instead of merging the runs. The arithmetic is the same as
+ * sorting each sequence, so the result is identical (a property test holds it bit for bit).
  */
 const learnFromSortedLogs = (logs: Float64Array, raw: Float64Array, n: number): DurationModel => {
   const h = (n - 1) * 0.5
@@ -108,28 +109,11 @@ const learnFromSortedLogs = (logs: Float64Array, raw: Float64Array, n: number): 
   const hi = Math.min(n - 1, lo + 1)
   const logLo = logs[lo]!
   const medianLog = logLo + (h - lo) * (logs[hi]! - logLo)
-  // deviations in ascending order: left walks down from the median, right walks up
+  // logs[0..left] are ≤ the median, logs[left + 1..n) above it
   let left = lo // logs[lo] ≤ medianLog ≤ logs[hi]
   while (left + 1 < n && logs[left + 1]! <= medianLog) left++
-  let right = left + 1
-  let dl = left >= 0 ? Math.abs(logs[left]! - medianLog) : Infinity
-  let dr = right < n ? Math.abs(logs[right]! - medianLog) : Infinity
-  let devLo = 0
-  let devHi = 0
-  for (let k = 0; k <= hi; k++) {
-    let d: number
-    if (dl <= dr) {
-      d = dl
-      left--
-      dl = left >= 0 ? Math.abs(logs[left]! - medianLog) : Infinity
-    } else {
-      d = dr
-      right++
-      dr = right < n ? Math.abs(logs[right]! - medianLog) : Infinity
-    }
-    if (k === lo) devLo = d
-    if (k === hi) devHi = d
-  }
+  const devLo = kthDeviation(logs, n, left, medianLog, lo)
+  const devHi = hi === lo ? devLo : kthDeviation(logs, n, left, medianLog, hi)
   const mad = devLo + (h - lo) * (devHi - devLo)
   const rawLo = raw[lo]!
   return {
@@ -138,6 +122,29 @@ const learnFromSortedLogs = (logs: Float64Array, raw: Float64Array, n: number): 
     spread: Math.max(MAD_SCALE * mad, LOG_SPREAD_FLOOR),
     medianMs: rawLo + (h - lo) * (raw[hi]! - rawLo)
   }
+}
+
+/**
+ * The k-th smallest (from 0) of |logs[i] − m| over i < n, where logs is ascending and
+ * logs[0..left] ≤ m < logs[left + 1..n): the deviations are A(i) = |logs[left − i] − m| (i ≤ left)
+ * and B(j) = |logs[left + 1 + j] − m|, each ascending. Bisects how many of the k + 1 smallest come
+ * from A: the smallest count i whose next A is not below the last B taken.
+ */
+const kthDeviation = (logs: Float64Array, n: number, left: number, m: number, k: number): number => {
+  const a = left + 1
+  const b = n - a
+  let from = Math.max(0, k + 1 - b)
+  let to = Math.min(k + 1, a)
+  while (from < to) {
+    const i = (from + to) >> 1
+    const j = k + 1 - i
+    if (Math.abs(logs[left - i]! - m) < Math.abs(logs[a + j - 1]! - m)) from = i + 1
+    else to = i
+  }
+  const j = k + 1 - from
+  const x = from > 0 ? Math.abs(logs[left - from + 1]! - m) : -Infinity
+  const y = j > 0 ? Math.abs(logs[a + j - 1]! - m) : -Infinity
+  return Math.max(x, y)
 }
 
 export type DurationVerdict =
