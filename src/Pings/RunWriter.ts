@@ -15,23 +15,42 @@ import type { RunRow } from "./Pairing.js"
 
 export const MAX_BATCH = 2000
 
-const UPSERT = `
+const RUN_COLUMNS_SQL = `id, monitor_id, org_id, status, started_at, start_inferred, finished_at, duration_ms,
+                  exit_code, output, output_truncated, output_bytes`
+const RUN_VALUES_SQL = `id, monitor_id, org_id, status, to_timestamp(started_ms / 1000.0), start_inferred,
+       to_timestamp(finished_ms / 1000.0), duration_ms, exit_code, output, output_truncated, output_bytes`
+
+/**
+ * The batch's runs. A row that starts a run (a start, or a finish whose start is inferred) is new:
+ * its id was made by this ping, so it goes in with a plain INSERT; only a finish of a run started
+ * earlier goes through `ON CONFLICT … DO UPDATE`, whose speculative insertion cost about a sixth of
+ * the statement when every row took it (pgbench, 30 new rows: 0.74 → 0.65 ms). A start and its
+ * finish in one batch are one row here (the finish), which the upsert inserts. `extra` adds CTEs
+ * after `input` (the ping events).
+ */
+const runsStatement = (extra: string) => `
 with input as (
   select * from unnest(
     $1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::float8[], $6::bool[], $7::float8[], $8::int8[],
     $9::int4[], $10::text[], $11::bool[], $12::int4[]
   ) as t(id, monitor_id, org_id, status, started_ms, start_inferred, finished_ms, duration_ms,
          exit_code, output, output_truncated, output_bytes)
+)${extra}, fresh as (
+  insert into runs (${RUN_COLUMNS_SQL})
+  select ${RUN_VALUES_SQL}
+  from input
+  where status = 'RUNNING' or start_inferred
 )
-insert into runs (id, monitor_id, org_id, status, started_at, start_inferred, finished_at, duration_ms,
-                  exit_code, output, output_truncated, output_bytes)
-select id, monitor_id, org_id, status, to_timestamp(started_ms / 1000.0), start_inferred,
-       to_timestamp(finished_ms / 1000.0), duration_ms, exit_code, output, output_truncated, output_bytes
+insert into runs (${RUN_COLUMNS_SQL})
+select ${RUN_VALUES_SQL}
 from input
+where not (status = 'RUNNING' or start_inferred)
 on conflict (id, started_at) do update set
   status = excluded.status, finished_at = excluded.finished_at, duration_ms = excluded.duration_ms,
   exit_code = excluded.exit_code, output = excluded.output, output_truncated = excluded.output_truncated,
   output_bytes = excluded.output_bytes`
+
+const UPSERT = runsStatement("")
 
 /**
  * The same, also recording one `ping.received` event per ping (docs/events.md) in the same
@@ -41,10 +60,7 @@ on conflict (id, started_at) do update set
  * commit, so `seq` becomes visible in order (the webhook feed reads "seq > N") even with several
  * writer lanes.
  */
-const UPSERT_WITH_EVENTS = UPSERT.replace(
-  "\n)\ninsert into runs",
-  `
-), recorded as (
+const UPSERT_WITH_EVENTS = runsStatement(`, recorded as (
   insert into ping_events (org_id, monitor_id, run_id, status, at, duration_ms, exit_code)
   select e.org_id, e.monitor_id, e.run_id, e.status, to_timestamp(e.at_ms / 1000.0), e.duration_ms, e.exit_code
   from (select pg_advisory_xact_lock(${PING_EVENTS_LOCK_KEY})) lock,
@@ -52,9 +68,7 @@ const UPSERT_WITH_EVENTS = UPSERT.replace(
          with ordinality as e(run_id, monitor_id, org_id, status, at_ms, duration_ms, exit_code, ord)
   order by e.ord
   returning 1
-)
-insert into runs`
-)
+)`)
 
 /** Array literals of `width` columns over `items`: `fill(item, i, cols)` sets element i of each column. */
 const arrayLiterals = <T>(items: ReadonlyArray<T>, width: number, fill: (item: T, i: number, cols: Array<Array<string>>) => void): Array<string> => {
