@@ -238,11 +238,18 @@ interface Due {
 }
 
 /** The missed occurrences up to `at`: Suppressed for each one inside maintenance, one MISSED for the rest. */
+/** Whether the pending occurrence's grace has ended by `at` (something for collectMissed). */
+const missedDue = (d: Draft, at: number): boolean =>
+  d.nextExpectedAt !== null && d.nextExpectedAt + d.config.graceSeconds * 1000 <= at
+
+/** Whether an open run could still become late (something for collectLate). */
+const lateCandidates = (d: Draft): boolean => d.openRuns.some((r) => !r.lateReported)
+
 const collectMissed = (d: Draft, effects: Array<EngineEffect>, at: number, ctx: RulesContext, floor: number, due: Array<Due>) => {
+  if (!missedDue(d, at)) return
   const graceMs = d.config.graceSeconds * 1000
   const schedule = d.config.schedule
   let pending = d.nextExpectedAt
-  if (pending === null || pending + graceMs > at) return
   const missed: Array<number> = []
   let beyond: { readonly count: number; readonly newest: number } | null = null
   while (pending !== null && pending + graceMs <= at) {
@@ -328,7 +335,7 @@ const jumpPast = (
 
 /** Open runs past their LATE deadline: one LATE (or Suppressed) each, once. */
 const collectLate = (d: Draft, effects: Array<EngineEffect>, at: number, ctx: RulesContext, floor: number, due: Array<Due>) => {
-  if (!d.openRuns.some((r) => !r.lateReported)) return
+  if (!lateCandidates(d)) return
   const limit = lateLimit(d.config, d.recentDurations)
   if (limit === null) return
   d.openRuns = d.openRuns.map((run) => {
@@ -356,9 +363,7 @@ const collectLate = (d: Draft, effects: Array<EngineEffect>, at: number, ctx: Ru
 const advance = (d: Draft, effects: Array<EngineEffect>, at: number, ctx: RulesContext, floor: number): void => {
   if (d.config.paused) return
   // The common case, nothing due, allocates nothing.
-  const pending = d.nextExpectedAt
-  const missedDue = pending !== null && pending + d.config.graceSeconds * 1000 <= at
-  if (!missedDue && !d.openRuns.some((r) => !r.lateReported)) return
+  if (!missedDue(d, at) && !lateCandidates(d)) return
   const due: Array<Due> = []
   collectMissed(d, effects, at, ctx, floor, due)
   collectLate(d, effects, at, ctx, floor, due)
