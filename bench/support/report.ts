@@ -179,8 +179,9 @@ process (\`bench/support/driver.ts\`). The baseline is a bare \`node:http\` serv
 measured in the same run with the same driver, connections and paths.
 
 Phases (success phases first: a success without \`runId\` closes an open run): a warm-up of each
-server; bare \`node:http\`, the durable floor (\`bench/support/floor-server.ts\`: node:http plus group
-commit into a minimal table, no product logic) and the intake in turn at each connection count, with success pings
+server; rounds (three by default) of bare \`node:http\`, the durable floor (\`bench/support/floor-server.ts\`: node:http plus group
+commit into a minimal table, no product logic) and the intake in turn at each connection count (the order reversed every other round; the
+ratio judged is the median of the rounds' own ratios, intake / bare of the same round), with success pings
 (\`{"durationMs": n, "output": "ok …"}\`, rotating over the monitors); a fixed rate of 5,000 pings/s,
 evenly paced over 256 connections with latency counted from the instant each ping was due (and, for
 comparison, autocannon's own \`overallRate\`, which sends each connection's quota in a burst at the
@@ -197,7 +198,7 @@ other process used meanwhile (in cores). These costs move much less with the mac
 the rates do (batches shrink and caches suffer on a crowded machine, so they do rise).
 
 Knobs (environment): \`BENCH_SECONDS\` (10), \`BENCH_CONNECTIONS\` (\`64,256\`), \`BENCH_RATE\` (5000),
-\`BENCH_RATE_CONNECTIONS\` (256), \`BENCH_WARMUP_SECONDS\` (3), \`BENCH_MONITORS\` (1000),
+\`BENCH_RATE_CONNECTIONS\` (256), \`BENCH_WARMUP_SECONDS\` (3), \`BENCH_ROUNDS\` (3), \`BENCH_MONITORS\` (1000),
 \`BENCH_PROFILE\` (\`auto\`: profile the service with \`node --cpu-prof\` when the ratio to bare
 \`node:http\` is below 0.5; \`always\`, \`never\`), \`BENCH_WRITE_DOCS\` (1: update this section),
 \`BENCH_DOCS_FILE\` (where this section lives), \`BENCH_CODE_LABEL\` (the "Code:" line; by default the
