@@ -15,6 +15,7 @@ import { type Accounting, account } from "./support/accounting.js"
 import { installSignalHandlers, onCleanup, runBench } from "./support/children.js"
 import { backgroundBusy, cpuBetween, machineBusyBetween, parentPid, postgresServerCpuUs, sampleCpu } from "./support/cpu.js"
 import { BenchDb, openBenchDatabase } from "./support/database.js"
+import { median } from "./support/engine-report.js"
 import { mainThreadProfile, type ProfileSummary, summarizeProfile } from "./support/profile.js"
 import type { DriverConfig, DriverResult, LoadMode } from "./support/protocol.js"
 import {
@@ -252,11 +253,6 @@ const main = async (): Promise<number> => {
       if (busy === undefined || busy < QUIET_BUSY) return
     }
     log(`the machine stayed above ${QUIET_BUSY * 100} % busy for 10 s before the next phase`)
-  }
-  const median = (xs: ReadonlyArray<number>) => {
-    const sorted = [...xs].sort((a, b) => a - b)
-    const mid = sorted.length >> 1
-    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
   }
   for (const c of settings.connections) {
     const rates: Array<number> = []
