@@ -22,6 +22,11 @@ export interface AppConfigShape {
   readonly runsCompressAfterDays: number
   /** Batches of pings the group-commit writer may have in flight at once (src/Pings/RunWriter.ts). */
   readonly pingWriterLanes: number
+  /** Slow clients (docs/security.md): time to send the headers, and the whole request. */
+  readonly headersTimeoutMs: number
+  readonly requestTimeoutMs: number
+  /** Open connections the HTTP server accepts at once; more are refused. */
+  readonly maxConnections: number
 }
 
 export class AppConfig extends Context.Tag("jobmon/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -63,6 +68,18 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   pingWriterLanes: Config.integer("PING_WRITER_LANES").pipe(
     Config.withDefault(1),
     Config.validate({ message: "PING_WRITER_LANES must be between 1 and 8", validation: (n) => n >= 1 && n <= 8 })
+  ),
+  headersTimeoutMs: Config.integer("HEADERS_TIMEOUT_MS").pipe(
+    Config.withDefault(10_000),
+    Config.validate({ message: "HEADERS_TIMEOUT_MS must be between 1000 and 120000", validation: (n) => n >= 1000 && n <= 120_000 })
+  ),
+  requestTimeoutMs: Config.integer("REQUEST_TIMEOUT_MS").pipe(
+    Config.withDefault(30_000),
+    Config.validate({ message: "REQUEST_TIMEOUT_MS must be between 1000 and 600000", validation: (n) => n >= 1000 && n <= 600_000 })
+  ),
+  maxConnections: Config.integer("MAX_CONNECTIONS").pipe(
+    Config.withDefault(10_000),
+    Config.validate({ message: "MAX_CONNECTIONS must be at least 16", validation: (n) => n >= 16 })
   )
 }).pipe(
   Config.map(({ publicUrl, ...rest }) => ({

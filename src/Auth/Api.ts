@@ -1,17 +1,19 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Conflict, Forbidden, NotFound, RateLimited, Unauthorized, ValidationError } from "../Domain/Errors.js"
+import { RequiredScope } from "./Access.js"
 import { CurrentPrincipal } from "./Principal.js"
 import { Scopes } from "./Token.js"
 
 /**
  * Authentication for every `/api` endpoint but the public ones: `Authorization: Bearer <token>`, or
  * the dashboard's session cookie (with `X-CSRF-Token` on changes); a Bearer header wins. It also
- * enforces the scope from the request: GET needs `read`, other methods `write`, `/api/tokens` and
- * invites `admin`, the ping intake `ping` and a token (decisions §2, docs/dashboard-auth.md).
+ * enforces the scope each endpoint declares (`RequiredScope`, src/Auth/Access.ts: tokens and invites
+ * `admin`, the ping intake `ping` and a token; otherwise GET `read` and other methods `write`),
+ * looked up by the route the router matched (decisions §2, docs/security.md).
  */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("jobmon/Authentication", {
-  failure: Schema.Union(Unauthorized, Forbidden),
+  failure: Schema.Union(Unauthorized, Forbidden, RateLimited),
   provides: CurrentPrincipal,
   security: {
     bearer: HttpApiSecurity.bearer,
@@ -74,6 +76,7 @@ export class TokensApi extends HttpApiGroup.make("tokens")
       .annotate(OpenApi.Summary, "Revoke a token (admin); effective at once")
   )
   .middleware(Authentication)
+  .annotate(RequiredScope, "admin")
   .annotate(OpenApi.Title, "Tokens")
 {}
 
@@ -169,6 +172,7 @@ export class UsersApi extends HttpApiGroup.make("users")
       .setPayload(CreateInviteRequest)
       .addSuccess(CreatedInvite, { status: 201 })
       .addError(Conflict)
+      .annotate(RequiredScope, "admin")
       .annotate(OpenApi.Summary, "Invite a user to the organization (admin); the token is shown once and lasts 7 days")
   )
   .add(

@@ -1,7 +1,10 @@
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpRouter, HttpServerRequest } from "@effect/platform"
 import { Clock, Effect, Exit, Layer } from "effect"
 import { Api } from "../Http/Api.js"
-import { Forbidden, notFound, Unauthorized, ValidationError } from "../Domain/Errors.js"
+import { AppConfig } from "../Config.js"
+import { Forbidden, notFound, RateLimited, Unauthorized, ValidationError } from "../Domain/Errors.js"
+import { RateLimiter, type RateVerdict } from "../Http/RateLimit.js"
+import { accessTable, routeKey } from "./Access.js"
 import { Accounts, CSRF_HEADER, SESSION_COOKIE } from "./Accounts.js"
 import { Authentication } from "./Api.js"
 import type { Principal } from "./Principal.js"
@@ -10,13 +13,21 @@ import { type Need, scopeAllows } from "./Token.js"
 import { Tokens } from "./Tokens.js"
 import type { TokenRow } from "./TokensRepo.js"
 
-/** The scope a request needs, from its method and path (decisions §2). */
-export const needFor = (method: string, url: string): Need => {
-  const path = url.split("?")[0] ?? url
-  if (path.startsWith("/api/ping/")) return "ping"
-  if (path === "/api/tokens" || path.startsWith("/api/tokens/")) return "admin"
-  if (path === "/api/auth/invites" || path === "/api/auth/invites/") return "admin"
-  return method === "GET" || method === "HEAD" ? "read" : "write"
+const needs = accessTable(Api)
+
+/** The rate-limit verdict of each authenticated request, for its answer's headers (src/Http/Server.ts). */
+const rateVerdicts = new WeakMap<object, RateVerdict>()
+export const rateVerdictOf = (request: HttpServerRequest.HttpServerRequest): RateVerdict | undefined => rateVerdicts.get(request)
+
+/**
+ * The scope the matched endpoint declares (src/Auth/Access.ts). The router's own match decides which
+ * endpoint this is: its declared method and path, never a second reading of the request's URL.
+ */
+export const needOfRoute = (route: HttpRouter.RouteContext): Need => {
+  const need = needs.get(routeKey(route.route.method, route.route.path))
+  // Every route behind this middleware is an endpoint of Api; one that is not is a wiring bug.
+  if (need === undefined) throw new Error(`no declared scope for ${route.route.method} ${route.route.path}`)
+  return need
 }
 
 export const forbidden = (scope: string, need: Need) =>
@@ -40,9 +51,27 @@ export const AuthenticationLive = Layer.effect(
   Effect.gen(function*() {
     const tokens = yield* Tokens
     const accounts = yield* Accounts
+    const config = yield* AppConfig
+    const limiter = new RateLimiter(config.apiRatePerSecond, config.apiBurst)
+    /**
+     * The API's own rate limit (decisions §11), per authenticated token or session: however the
+     * header is spelled or the path written, one credential is one bucket. The ping intake has its
+     * per-monitor limit instead. The verdict is kept for the response's X-RateLimit-* headers.
+     */
+    const limit = (request: HttpServerRequest.HttpServerRequest, principal: Principal) =>
+      Effect.gen(function*() {
+        const verdict = limiter.take(principal.tokenId, yield* Clock.currentTimeMillis)
+        rateVerdicts.set(request, verdict)
+        if (verdict.retryAfterSeconds > 0) {
+          return yield* new RateLimited({
+            message: `Too many requests with this credential: at most ${limiter.ratePerSecond} per second (bursts of ${limiter.burst}). Retry in ${verdict.retryAfterSeconds} s.`,
+            retryAfterSeconds: verdict.retryAfterSeconds
+          })
+        }
+      })
     const authenticate = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const need = needFor(request.method, request.url)
+      const need = needOfRoute(yield* HttpRouter.RouteContext)
       const authorization = request.headers["authorization"]
       const cookie = request.cookies[SESSION_COOKIE]
       if (authorization !== undefined || cookie === undefined || need === "ping") {
@@ -52,18 +81,20 @@ export const AuthenticationLive = Layer.effect(
           })
         }
         const principal = yield* tokens.authenticate(authorization)
+        if (need !== "ping") yield* limit(request, principal)
         if (!scopeAllows(principal.scope, need)) return yield* forbidden(principal.scope, need)
         return principal
       }
       const active = yield* accounts.session(cookie)
       yield* accounts.checkCsrf(active, request.method, request.headers[CSRF_HEADER])
       const principal = accounts.principalOf(active)
+      yield* limit(request, principal)
       if (!scopeAllows(principal.scope, need)) return yield* sessionForbidden(principal.scope, need)
       return principal
     })
     // HttpApi tries the security schemes in turn and keeps the last failure: both schemes share one
     // verdict per request, so the answer is the same whichever of them reports it.
-    const verdicts = new WeakMap<object, Exit.Exit<Principal, Unauthorized | Forbidden>>()
+    const verdicts = new WeakMap<object, Exit.Exit<Principal, Unauthorized | Forbidden | RateLimited>>()
     const once = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const known = verdicts.get(request)

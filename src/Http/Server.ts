@@ -2,22 +2,24 @@ import {
   HttpApiBuilder,
   HttpApiError,
   HttpApiScalar,
+  HttpIncomingMessage,
   HttpMiddleware,
   HttpServerError,
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Cause, Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Accounts, SESSION_COOKIE } from "../Auth/Accounts.js"
+import { Accounts } from "../Auth/Accounts.js"
 import { AuthHttpLive, UsersHttpLive } from "../Auth/AccountsHttp.js"
-import { AuthenticationLive, TokensHttpLive } from "../Auth/Http.js"
+import { AuthenticationLive, rateVerdictOf, TokensHttpLive } from "../Auth/Http.js"
 import { Tokens } from "../Auth/Tokens.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
-import { MAX_BODY_BYTES, ValidationError } from "../Domain/Errors.js"
+import { MAX_BODY_BYTES, PayloadTooLarge, ValidationError } from "../Domain/Errors.js"
+import { jsonNestedDeeperThan, tooDeepMessage } from "../Domain/Json.js"
 import { MonitorsHttpLive } from "../Monitors/Http.js"
 import { StatsHttpLive } from "../Stats/Http.js"
 import { IncidentsHttpLive } from "../Incidents/Http.js"
@@ -29,8 +31,39 @@ import { Monitors } from "../Monitors/Monitors.js"
 import { Api } from "./Api.js"
 import { notFoundOrNotAllowed, routeTable, validationFromDecode } from "./Errors.js"
 import { HealthHttpLive } from "./Health.js"
-import { RateLimiter } from "./RateLimit.js"
+import { canonicalTarget } from "./Canonical.js"
 import { webRoutes } from "./Web.js"
+
+/**
+ * After refusing a body (413) the rest of it is discarded, not read: for at most a second, so that a
+ * client still sending can read the answer instead of a reset connection, then the connection is
+ * closed. One that finishes sending sooner keeps its connection.
+ */
+export const refuseRestOfBody = (req: http.IncomingMessage) => {
+  req.removeAllListeners("data")
+  req.resume()
+  if (req.complete) return
+  const timer = setTimeout(() => {
+    if (!req.complete) req.socket.destroy()
+  }, 1_000)
+  timer.unref()
+  req.once("end", () => clearTimeout(timer))
+}
+
+/**
+ * Effect's body reader destroys the request when it stops at the size limit, and the socket, and the
+ * 413 with it. A request handed to it is instead left to `refuseRestOfBody` when destroyed before it
+ * was read whole; a finished or abandoned one is destroyed as usual.
+ */
+const keepConnectionForAnswer = (req: http.IncomingMessage) => {
+  req.destroy = function(this: http.IncomingMessage, error?: Error) {
+    if (this.complete || this.socket === null || this.socket.destroyed) {
+      return http.IncomingMessage.prototype.destroy.call(this, error)
+    }
+    refuseRestOfBody(this)
+    return this
+  }
+}
 
 /** Where the server listens, once it does (port 0 picks a free one: tests). */
 export class ServerAddress extends Context.Tag("jobmon/ServerAddress")<ServerAddress, {
@@ -51,28 +84,58 @@ export const NoFastRoutes = Layer.succeed(FastRoutes, { handle: () => false })
 
 const routes = routeTable(Api)
 
+/** An answer of at most 2 MiB was read (HttpIncomingMessage.MaxBodySize on the app). */
+const isBodyOverLimit = (error: HttpServerError.RequestError) =>
+  error.reason === "Decode" && error.cause instanceof Error && error.cause.message === "maxBytes exceeded"
+
+const tooLargeMessage = `The request body is over ${MAX_BODY_BYTES} bytes (2 MiB): send less (output is truncated to the monitor's maxOutputSizeKb anyway).`
+
+const hasJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.method !== "GET" && request.method !== "HEAD" && request.method !== "DELETE" &&
+  (request.headers["content-type"] ?? "application/json").toLowerCase().includes("json")
+
+/**
+ * A JSON body is read (at most 2 MiB: the app's MaxBodySize) and its nesting checked before the
+ * router decodes it (src/Domain/Json.ts); the text is kept, so the body is read once.
+ */
+const checkJsonBody = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  if (!hasJsonBody(request)) return
+  const text = yield* Effect.either(request.text)
+  if (text._tag === "Left") {
+    const error = text.left
+    return yield* (error._tag === "RequestError" && isBodyOverLimit(error)
+      ? Effect.fail(new PayloadTooLarge({ message: tooLargeMessage }))
+      : Effect.fail(new ValidationError({ path: "", message: `The request body could not be read (${error.reason}).` })))
+  }
+  if (jsonNestedDeeperThan(text.right)) return yield* new ValidationError({ path: "", message: tooDeepMessage })
+})
+
 /** API-level middleware: decode failures become ValidationError, unknown routes 404 or 405. */
 const ErrorMappingLive = HttpApiBuilder.middleware((app) =>
-  (app as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>).pipe(
+  (Effect.zipRight(checkJsonBody, app) as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest>).pipe(
     Effect.catchIf(
       (e: unknown): e is HttpApiError.HttpApiDecodeError => e instanceof HttpApiError.HttpApiDecodeError,
       (e) => Effect.fail(validationFromDecode(e))
     ),
     // HttpApiBuilder reads the body with orDie: an unreadable body arrives here as a defect.
-    Effect.catchSomeDefect((defect) =>
-      HttpServerError.isServerError(defect) && (defect as HttpServerError.HttpServerError)._tag === "RequestError"
-        ? Option.some(
-          Effect.fail(
-            new ValidationError({
-              path: "",
-              message: (defect as HttpServerError.RequestError).reason === "Decode"
-                ? "The request body is not valid JSON. Send a JSON object with Content-Type: application/json."
-                : `The request could not be read (${(defect as HttpServerError.RequestError).reason}).`
-            })
-          )
+    Effect.catchSomeDefect((defect): Option.Option<Effect.Effect<never, PayloadTooLarge | ValidationError>> => {
+      if (!HttpServerError.isServerError(defect) || (defect as HttpServerError.HttpServerError)._tag !== "RequestError") {
+        return Option.none()
+      }
+      const error = defect as HttpServerError.RequestError
+      if (isBodyOverLimit(error)) return Option.some(Effect.fail(new PayloadTooLarge({ message: tooLargeMessage })))
+      return Option.some(
+        Effect.fail(
+          new ValidationError({
+            path: "",
+            message: error.reason === "Decode"
+              ? "The request body is not valid JSON. Send a JSON object with Content-Type: application/json."
+              : `The request could not be read (${error.reason}).`
+          })
         )
-        : Option.none()
-    ),
+      )
+    }),
     Effect.catchIf(
       (e: unknown): e is HttpServerError.RouteNotFound =>
         HttpServerError.isServerError(e) && (e as HttpServerError.HttpServerError)._tag === "RouteNotFound",
@@ -85,53 +148,71 @@ const ErrorMappingLive = HttpApiBuilder.middleware((app) =>
 
 /**
  * A JSON answer straight from node:http, with the headers every answer carries (the routes served
- * ahead of the router: the ping intake, and the 413 before a body is read). Without extra headers
- * no object is spread: this is on the ping path.
+ * ahead of the router: the ping intake, and the answers given before a request is routed). Without
+ * extra headers no object is spread: this is on the ping path.
  */
 export const sendJson = (res: http.ServerResponse, status: number, body: Record<string, unknown>, headers?: Record<string, string>) => {
   const text = JSON.stringify(body)
-  const base = { "content-type": "application/json", "content-length": Buffer.byteLength(text), "x-api-version": "1" }
+  const base = {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    "x-api-version": "1",
+    "x-content-type-options": "nosniff",
+    "cache-control": "no-store"
+  }
   res.writeHead(status, headers === undefined ? base : { ...base, ...headers })
   res.end(text)
 }
 
-/** Response headers every answer carries, and the Bearer challenge on a 401. */
-const finalHeaders = (response: HttpServerResponse.HttpServerResponse) => {
-  let out = HttpServerResponse.setHeader(response, "x-api-version", "1")
+/**
+ * Headers of every API answer (docs/security.md): nothing an answer carries is cached (tokens,
+ * secrets and session data among them), nothing is sniffed or framed. The API reference is an HTML
+ * page with inline scripts and styles; everything else is data and runs nothing.
+ */
+const apiHeaders = {
+  "x-api-version": "1",
+  "x-content-type-options": "nosniff",
+  "cache-control": "no-store",
+  "referrer-policy": "no-referrer",
+  "content-security-policy": "default-src 'none'; frame-ancestors 'none'"
+}
+const docsHeaders = {
+  ...apiHeaders,
+  "content-security-policy":
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data: https:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+}
+
+/** Response headers every answer carries, the rate limit's, and the Bearer challenge on a 401. */
+const finalHeaders = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) => {
+  let out = HttpServerResponse.setHeaders(response, request.url.startsWith("/api/docs") ? docsHeaders : apiHeaders)
+  const verdict = rateVerdictOf(request)
+  if (verdict !== undefined) {
+    out = HttpServerResponse.setHeaders(out, verdict.headers)
+    if (out.status === 429) out = HttpServerResponse.setHeader(out, "retry-after", String(verdict.retryAfterSeconds))
+  }
   if (out.status === 401) out = HttpServerResponse.setHeader(out, "www-authenticate", 'Bearer realm="jobmon"')
   return out
 }
 
 /**
- * The API's own rate limit (decisions §11): per credential (Bearer token or session cookie), on
- * every /api endpoint but the ping intake, which has its per-monitor limit. Requests without a
- * credential are answered 401 by the endpoints that need one, and public ones (sign-in has its own
- * limit per email) are not counted.
+ * A defect is a bug (decisions §1): it is logged with its cause, and the client gets a 500 that
+ * says so without the internals.
  */
-const rateLimited = <R>(
-  app: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>,
-  limiter: RateLimiter
-) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const authorization = request.headers["authorization"]
-    const credential = authorization !== undefined && authorization !== ""
-      ? `bearer ${authorization}`
-      : request.cookies[SESSION_COOKIE] !== undefined
-      ? `session ${request.cookies[SESSION_COOKIE]}`
-      : undefined
-    if (credential === undefined || !request.url.startsWith("/api/") || request.url.startsWith("/api/ping/")) return yield* app
-    const verdict = limiter.take(credential, yield* Clock.currentTimeMillis)
-    if (verdict.retryAfterSeconds > 0) {
-      const wait = verdict.retryAfterSeconds
-      return HttpServerResponse.unsafeJson({
-        _tag: "RateLimited",
-        message: `Too many requests with this credential: at most ${limiter.ratePerSecond} per second (bursts of ${limiter.burst}). Retry in ${wait} s.`,
-        retryAfterSeconds: wait
-      }, { status: 429, headers: { ...verdict.headers, "retry-after": String(wait) } })
-    }
-    return HttpServerResponse.setHeaders(yield* app, verdict.headers)
-  })
+const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, R>) =>
+  app.pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        // An interrupted request (the client went away) needs no answer and is no bug.
+        if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+        yield* Effect.logError(`request ${request.method} ${request.url.split("?")[0]} failed`, cause)
+        return HttpServerResponse.unsafeJson(
+          { _tag: "InternalError", message: "The service failed to answer this request; the failure is logged. Please report it." },
+          { status: 500 }
+        )
+      })
+    )
+  )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive]),
@@ -151,25 +232,49 @@ export const HttpServerLive = Layer.scoped(
     const config = yield* AppConfig
     const fast = yield* FastRoutes
     const web = webRoutes()
-    const app = rateLimited(yield* HttpApiBuilder.httpApp, new RateLimiter(config.apiRatePerSecond, config.apiBurst))
+    const app = (yield* HttpApiBuilder.httpApp).pipe(
+      // Bodies are counted as they arrive, chunked or not: reading stops at the limit (413).
+      HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
+      Effect.flatMap((response) => Effect.map(HttpServerRequest.HttpServerRequest, (request) => finalHeaders(request, response))),
+      answerDefects
+    )
     // The tracer is off for requests: spans per request cost more than they tell here.
-    const handler = yield* NodeHttpServer.makeHandler(Effect.map(app, finalHeaders)).pipe(
+    const handler = yield* NodeHttpServer.makeHandler(app).pipe(
       HttpMiddleware.withTracerDisabledWhenEffect(() => true)
     )
-    const server = http.createServer((req, res) => {
+    const server = http.createServer({
+      // Slow clients (docs/security.md): headers within headersTimeoutMs, the whole request within
+      // requestTimeoutMs; Node checks both every second.
+      headersTimeout: Math.min(config.headersTimeoutMs, config.requestTimeoutMs),
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: 1_000
+    }, (req, res) => {
+      const target = canonicalTarget(req.url ?? "/")
+      if (target._tag === "Rejected") {
+        req.resume()
+        return sendJson(res, target.status, {
+          _tag: target.status === 414 ? "UriTooLong" : "ValidationError",
+          ...(target.status === 400 ? { path: "" } : {}),
+          message: target.message
+        }, { connection: "close" })
+      }
+      // Everything after this line reads the one canonical spelling (src/Http/Canonical.ts).
+      req.url = target.url
       const length = Number(req.headers["content-length"] ?? 0)
       if (length > MAX_BODY_BYTES) {
-        req.resume()
+        refuseRestOfBody(req)
         return sendJson(res, 413, {
           _tag: "PayloadTooLarge",
           message: `The request body has ${length} bytes; the limit is ${MAX_BODY_BYTES} bytes (2 MiB).`
-        }, { connection: "close" })
+        })
       }
       if (fast.handle(req, res)) return
       if (web(req, res)) return
+      if (req.method !== "GET" && req.method !== "HEAD") keepConnectionForAnswer(req)
       handler(req, res)
     })
     server.keepAliveTimeout = 65_000
+    server.maxConnections = config.maxConnections
     yield* Effect.acquireRelease(
       Effect.async<void, Error>((resume) => {
         server.once("error", (error) => resume(Effect.fail(error)))

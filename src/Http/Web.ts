@@ -49,7 +49,11 @@ interface File {
   readonly type: string
 }
 
-const isApi = (path: string) => path === "/api" || path.startsWith("/api/") || path === "/healthz"
+/** The API's paths, in any letter case: the router matches them so (src/Http/Canonical.ts). */
+const isApi = (path: string) => {
+  const lower = path.toLowerCase()
+  return lower === "/api" || lower.startsWith("/api/") || lower === "/healthz"
+}
 
 /** Answers dashboard requests; returns false for anything it leaves to the API router. */
 export const webRoutes = (root: string = defaultWebRoot) => {

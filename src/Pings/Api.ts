@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { RequiredScope } from "../Auth/Access.js"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
 import { Conflict, NotFound, RateLimited, ValidationError } from "../Domain/Errors.js"
 import { IntFromQuery, MonitorIdPath } from "../Monitors/Api.js"
@@ -33,6 +34,7 @@ export class PingsApi extends HttpApiGroup.make("pings")
   .add(ping("success", SuccessPingBody, "A job succeeded: closes the run named by runId, else the newest open run, else records a run"))
   .add(ping("fail", FailPingBody, "A job failed: like success, with exitCode and error output"))
   .middleware(Authentication)
+  .annotate(RequiredScope, "ping")
   .annotate(OpenApi.Title, "Ping intake")
 {}
 

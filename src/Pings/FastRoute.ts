@@ -1,10 +1,11 @@
 import { Effect, Layer } from "effect"
 import type * as http from "node:http"
 import { MAX_BODY_BYTES } from "../Domain/Errors.js"
-import { FastRoutes, sendJson } from "../Http/Server.js"
+import { FastRoutes, refuseRestOfBody, sendJson } from "../Http/Server.js"
 import { Intake, type PingReply } from "./Intake.js"
 
-const PING_PATH = /^\/api\/ping\/([^/]+)\/(start|success|fail)\/?$/
+// Any letter case, as the router matches (the request target is already canonical: src/Http/Canonical.ts).
+const PING_PATH = /^\/api\/ping\/([^/]+)\/(start|success|fail)$/i
 
 const send = (res: http.ServerResponse, reply: PingReply) => sendJson(res, reply.status, reply.body, reply.headers)
 
@@ -32,7 +33,7 @@ export const FastPingRoutes = Layer.effect(
         if (size > MAX_BODY_BYTES) {
           tooLarge = true
           chunks.length = 0
-          res.setHeader("connection", "close")
+          refuseRestOfBody(req)
           send(res, {
             status: 413,
             body: { _tag: "PayloadTooLarge", message: `The request body is over ${MAX_BODY_BYTES} bytes (2 MiB).` }
@@ -55,7 +56,7 @@ export const FastPingRoutes = Layer.effect(
         intake.submit(
           {
             monitorId,
-            kind: match[2] as "start" | "success" | "fail",
+            kind: match[2]!.toLowerCase() as "start" | "success" | "fail",
             authorization: req.headers.authorization,
             query: q < 0 ? "" : url.slice(q + 1),
             body: chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")

@@ -4,6 +4,7 @@ import { type CachedAuth, parseBearer, Tokens } from "../Auth/Tokens.js"
 import { scopeAllows } from "../Auth/Token.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
+import { jsonNestedDeeperThan, tooDeepMessage } from "../Domain/Json.js"
 import { firstProblem } from "../Http/Errors.js"
 import { rateLimitHeaders, takeToken } from "../Http/RateLimit.js"
 import { isUuid, newTimeOrderedId } from "../Domain/Ids.js"
@@ -56,7 +57,9 @@ const MISS: CachedAuth = { _tag: "Miss" }
 /** An empty body, as parsed: `{}`. */
 const NO_FIELDS: Record<string, unknown> = {}
 
-const firstIssue = (e: ParseResult.ParseError) => {
+const firstIssue = (e: ParseResult.ParseError, text: string) => {
+  // A body that parsed can still be too deep to describe: its error message would walk it.
+  if (jsonNestedDeeperThan(text)) return { path: "", message: tooDeepMessage }
   const problem = firstProblem(ParseResult.ArrayFormatter.formatErrorSync(e))
   const path = problem?.path ?? ""
   return { path, message: `${path === "" ? "body" : path}: ${problem?.message ?? e.message}` }
@@ -157,7 +160,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       if (body === undefined) {
         const decoded = decoders[request.kind](json)
         if (Either.isLeft(decoded)) {
-          const { path, message } = firstIssue(decoded.left)
+          const { path, message } = firstIssue(decoded.left, request.body)
           return Either.left(error(400, "ValidationError", message, { path }))
         }
         body = decoded.right as PingBody
@@ -171,7 +174,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       }
       const query = decodeQuery(queryRecord)
       if (Either.isLeft(query)) {
-        const { path, message } = firstIssue(query.left)
+        const { path, message } = firstIssue(query.left, "")
         return Either.left(error(400, "ValidationError", `query parameter ${message}`, { path }))
       }
       return Either.right({
