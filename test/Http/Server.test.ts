@@ -1,4 +1,6 @@
 import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { vi } from "vitest"
 import { Effect } from "effect"
 import { call, TestServer } from "../support/fixture.js"
 
@@ -43,5 +45,30 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("HTTP conve
       const big = yield* call("POST", "/api/monitors", { rawBody: JSON.stringify({ name: "x".repeat(2 * 1024 * 1024 + 10) }) })
       expect(big.status).toBe(413)
       expect(big.body._tag).toBe("PayloadTooLarge")
+    }))
+})
+
+layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("a failure of the service itself", (it) => {
+  it.effect("is answered 500 without internals, and logged with its cause", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const spies = (["log", "error", "warn", "info"] as const).map((method) =>
+        vi.spyOn(console, method).mockImplementation((...args: Array<unknown>) => void lines.push(args.map(String).join(" ")))
+      )
+      try {
+        // A database that lost a table under the service: nothing the client sent is wrong.
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`alter table incidents rename to incidents_gone`.pipe(Effect.orDie)
+        const answer = yield* call("GET", "/api/incidents")
+        expect(answer.status).toBe(500)
+        expect(answer.body._tag).toBe("InternalError")
+        expect(answer.text).not.toMatch(/incidents_gone|relation|SqlError/)
+        const logged = lines.find((line) => line.includes("request GET /api/incidents failed"))
+        expect(logged, lines.join("\n").slice(0, 2000)).toBeDefined()
+        expect(logged).toMatch(/incidents/)
+        yield* sql`alter table incidents_gone rename to incidents`.pipe(Effect.orDie)
+      } finally {
+        for (const spy of spies) spy.mockRestore()
+      }
     }))
 })
