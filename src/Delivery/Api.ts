@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { NotFound, ValidationError } from "../Domain/Errors.js"
+import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
 import { EventTypes } from "../Events/Events.js"
 import { IntFromQuery } from "../Monitors/Api.js"
 
@@ -21,7 +21,9 @@ const FiltersInput = Schema.Struct({
 
 export const Webhook = Schema.Struct({
   id: Schema.String,
-  url: Schema.String,
+  url: Schema.String.annotations({
+    description: "credentials in it (user:password, token-like path segments, query values named like secrets) shown as ***; the create answer shows it whole"
+  }),
   events: Schema.Array(Schema.String),
   filters: Filters,
   createdAt: IsoTimestamp
@@ -30,6 +32,7 @@ export type Webhook = typeof Webhook.Type
 
 export const CreatedWebhook = Schema.Struct({
   ...Webhook.fields,
+  url: Schema.String.annotations({ description: "the url as given; shown whole only in this answer" }),
   secret: Schema.String.annotations({ description: "the signing secret; shown only in this answer" })
 })
 
@@ -37,7 +40,9 @@ export const CreateWebhookRequest = Schema.Struct({
   url: Schema.String,
   events: Schema.Array(Schema.Literal(...WebhookEventKinds)),
   filters: Schema.optional(FiltersInput),
-  secret: Schema.optional(Schema.String)
+  secret: Schema.optional(Schema.String.annotations({
+    description: "16 to 256 printable ASCII characters; whsec_<base64> (Standard Webhooks) is used as that standard says"
+  }))
 })
 export type CreateWebhookRequest = typeof CreateWebhookRequest.Type
 
@@ -72,7 +77,8 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .setPayload(CreateWebhookRequest)
       .addSuccess(CreatedWebhook, { status: 201 })
       .addError(ValidationError)
-      .annotate(OpenApi.Summary, "Create an outbound webhook; the signing secret is generated when not given")
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Create an outbound webhook; the signing secret is generated when not given; 409 over the organization's quota")
   )
   .add(
     HttpApiEndpoint.get("list", "/api/webhooks")
@@ -92,7 +98,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .addSuccess(Webhook)
       .addError(NotFound)
       .addError(ValidationError)
-      .annotate(OpenApi.Summary, "Change url, events or filters")
+      .annotate(OpenApi.Summary, "Change url, events or filters (a url equal to the masked one shown keeps the stored url)")
   )
   .add(
     HttpApiEndpoint.del("delete", "/api/webhooks/:webhookId")
@@ -143,7 +149,9 @@ const ChatRulesInput = Schema.Struct({
 export const ChatWebhook = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
-  url: Schema.String,
+  url: Schema.String.annotations({
+    description: "a credential: shown whole only in the create answer, then masked (Discord: the webhook id, token as ***)"
+  }),
   rules: ChatRules,
   mention: Schema.NullOr(Schema.String),
   status: Schema.Literal("active", "invalid"),
@@ -176,7 +184,8 @@ export class ChatApi extends HttpApiGroup.make("chat")
       .setPayload(CreateChatWebhookRequest)
       .addSuccess(ChatWebhook, { status: 201 })
       .addError(ValidationError)
-      .annotate(OpenApi.Summary, "Add a chat alert webhook; rules omitted or empty match every incident")
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Add a chat alert webhook; rules omitted or empty match every incident; 409 over the organization's quota")
   )
   .add(
     HttpApiEndpoint.get("list", "/api/alerts/chat/webhooks")
@@ -195,7 +204,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
       .addSuccess(ChatWebhook)
       .addError(NotFound)
       .addError(ValidationError)
-      .annotate(OpenApi.Summary, "Change rules, name, mention or url (a new url makes an invalid webhook active again)")
+      .annotate(OpenApi.Summary, "Change rules, name, mention or url (a new url makes an invalid webhook active again; the masked url shown keeps the stored one)")
   )
   .add(
     HttpApiEndpoint.del("delete", "/api/alerts/chat/webhooks/:webhookId")

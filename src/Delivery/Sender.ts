@@ -2,14 +2,16 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns"
 import * as http from "node:http"
 import * as https from "node:https"
 import { isIP } from "node:net"
+import { echo } from "./Input.js"
 import type { Outcome } from "./RetrySchedule.js"
 import { isBlockedAddress } from "./Ssrf.js"
 
 /**
  * The one outbound HTTP client of deliveries: a POST of exact bytes, no redirects followed, a
  * 5-second limit on the whole exchange, and (unless private targets are allowed) the SSRF guard
- * applied to the address actually connected to, after DNS, so a name that changed its answer
- * since the webhook was saved is still refused.
+ * applied after DNS to every address a name resolves to, and again to the socket's remote address
+ * once it is connected, so a name that changed its answer since the webhook was saved (DNS
+ * rebinding) is still refused. Refusals never say what a name resolved to.
  */
 export const SEND_TIMEOUT_MS = 5_000
 
@@ -22,6 +24,10 @@ export interface SendResult {
 }
 
 class RefusedTarget extends Error {}
+
+const REFUSED_ADDRESS = "refused: the target is not a public address (ALLOW_PRIVATE_TARGETS is off)"
+const refusedName = (hostname: string) =>
+  `refused: ${echo(hostname)} resolves to a non-public address (ALLOW_PRIVATE_TARGETS is off)`
 
 /**
  * Keep-alive connections, reused across deliveries to one host (a new TCP, and TLS, handshake per
@@ -55,7 +61,7 @@ export const send = (
     const target = new URL(url)
     const host = target.hostname.replace(/^\[|\]$/g, "")
     if (!options.allowPrivateTargets && isIP(host) !== 0 && isBlockedAddress(host)) {
-      return finish({ _tag: "Refused", error: `refused: ${host} is a private, loopback or link-local address` })
+      return finish({ _tag: "Refused", error: REFUSED_ADDRESS })
     }
     const lookup = (
       hostname: string,
@@ -66,9 +72,8 @@ export const send = (
         if (err) return callback(err, "", 4)
         const list = addresses as Array<LookupAddress>
         if (!options.allowPrivateTargets) {
-          const bad = list.find((a) => isBlockedAddress(a.address))
-          if (bad !== undefined) {
-            return callback(new RefusedTarget(`refused: ${hostname} resolves to ${bad.address}, a private, loopback or link-local address`), "", 4)
+          if (list.length === 0 || list.some((a) => isBlockedAddress(a.address))) {
+            return callback(new RefusedTarget(refusedName(hostname)), "", 4)
           }
         }
         if ((opts as { all?: boolean }).all) return callback(null, list)
@@ -82,6 +87,18 @@ export const send = (
       lookup: lookup as never,
       agent: agents[options.allowPrivateTargets ? "open" : "guarded"][target.protocol === "https:" ? "https" : "http"]
     })
+    if (!options.allowPrivateTargets) {
+      // The address actually connected to, whatever resolved it (a reused keep-alive socket was
+      // checked when it connected).
+      request.on("socket", (socket) => {
+        const check = () => {
+          const remote = socket.remoteAddress
+          if (remote !== undefined && isBlockedAddress(remote)) request.destroy(new RefusedTarget(REFUSED_ADDRESS))
+        }
+        if (socket.connecting) socket.once("connect", check)
+        else check()
+      })
+    }
     timer = setTimeout(() => {
       finish({ _tag: "NoAnswer", error: `timeout: no answer within ${options.timeoutMs ?? SEND_TIMEOUT_MS} ms` })
       request.destroy()
@@ -103,7 +120,8 @@ export const send = (
     request.on("error", (error: NodeJS.ErrnoException) => {
       if (error instanceof RefusedTarget) return finish({ _tag: "Refused", error: error.message })
       const code = error.code === undefined ? "" : `${error.code}: `
-      finish({ _tag: "NoAnswer", error: `${code}${error.message}` })
+      // Node's messages name the host (the user's value): kept short
+      finish({ _tag: "NoAnswer", error: echo(`${code}${error.message}`, 160) })
     })
     request.end(bytes)
   })

@@ -3,7 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Clock, Deferred, Effect, Queue, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../Config.js"
-import { notFound, ValidationError } from "../Domain/Errors.js"
+import { Conflict, notFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
 import { type EventRow } from "../Events/EventsRepo.js"
 import { envelopeOf, toStoredEvent } from "../Events/Events.js"
@@ -28,6 +28,9 @@ import {
   postUrlOf,
   testMessageOf
 } from "./ChatMessage.js"
+import { echo, fieldWithNul } from "./Input.js"
+import { maskChatUrl, maskWebhookUrl } from "./Masking.js"
+import { ORGANIZATION_QUOTAS } from "./Quotas.js"
 import {
   CHAT_MAX_ATTEMPTS,
   CHAT_RATE_LIMIT_PER_MINUTE,
@@ -40,7 +43,7 @@ import {
   RATE_WINDOW_MS
 } from "./RetrySchedule.js"
 import { send } from "./Sender.js"
-import { newSecret, sign } from "./Signing.js"
+import { isWellFormedWhsec, newSecret, sign, standardSignature } from "./Signing.js"
 import { targetProblem, urlProblem } from "./Ssrf.js"
 
 /**
@@ -113,18 +116,20 @@ const inPool = async <A, B>(items: ReadonlyArray<A>, limit: number, work: (item:
   return results
 }
 
+/** A webhook as GET, list and PATCH show it: its url masked where it carries credentials. */
 const toWebhook = (row: WebhookRow): Webhook => ({
   id: row.id,
-  url: row.url,
+  url: maskWebhookUrl(row.url),
   events: row.events,
   filters: { monitorIds: row.filter_monitor_ids, severity: row.filter_severity as ReadonlyArray<"HIGH" | "MEDIUM" | "LOW"> },
   createdAt: row.created_at.toISOString()
 })
 
+/** A chat webhook as GET, list and PATCH show it: its url (a credential) masked. */
 const toChatWebhook = (row: ChatWebhookRow): ChatWebhook => ({
   id: row.id,
   name: row.name,
-  url: row.url,
+  url: maskChatUrl(row.url),
   rules: {
     severity: row.rules_severity as ReadonlyArray<"HIGH" | "MEDIUM" | "LOW">,
     types: row.rules_types as ReadonlyArray<"MISSED" | "FAIL" | "LATE" | "ANOMALY">
@@ -201,6 +206,8 @@ const ERROR_RETRY_MS = 1_000
 const LISTEN_RETRY = "1 second"
 const WAKE_CHANNEL = "jobmon_delivery"
 const MAX_SECRET_LENGTH = 256
+/** The unknown ids a "no such monitor" message names at most. */
+const MAX_NAMED_IDS = 5
 
 export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
   scoped: Effect.gen(function*() {
@@ -226,22 +233,100 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
         }
       })
 
+    /** Every stored text field: NUL is refused by name (PostgreSQL text cannot hold it). */
+    const checkText = (fields: ReadonlyArray<readonly [string, string | null | undefined]>) => {
+      const field = fieldWithNul(fields)
+      return field === undefined
+        ? Effect.void
+        : Effect.fail(new ValidationError({ path: field, message: `${field} must not contain a NUL character (\\u0000).` }))
+    }
+
+    /**
+     * A PATCH that sends back the masked url the API showed (a client echoing what it read) keeps
+     * the stored url; any other url replaces it.
+     */
+    const newUrl = (given: string | undefined, masked: string) => given === undefined || given === masked ? undefined : given
+
+    /**
+     * At most ORGANIZATION_QUOTAS[kind] live ones per organization. Runs inside the create's
+     * transaction, with the organization's row locked (FOR NO KEY UPDATE: creates of one
+     * organization take turns; foreign-key checks elsewhere are not blocked).
+     */
+    const checkQuota = (orgId: string, kind: "webhooks" | "chatWebhooks") =>
+      Effect.gen(function*() {
+        yield* sql`select 1 from organizations where id = ${orgId} for no key update`
+        const table = sql.literal(kind === "webhooks" ? "webhooks" : "chat_webhooks")
+        const [row] = yield* sql<{ n: number }>`
+          select count(*)::int as n from ${table} where org_id = ${orgId} and deleted_at is null`
+        const limit = ORGANIZATION_QUOTAS[kind]
+        if (row!.n >= limit) {
+          const what = kind === "webhooks" ? "outbound webhooks" : "chat webhooks"
+          return yield* new Conflict({
+            message: `This organization already has ${limit} ${what}, the most it may have; delete one it no longer needs first.`
+          })
+        }
+      })
+
     const checkEvents = (events: ReadonlyArray<string>) =>
       events.length === 0
         ? Effect.fail(new ValidationError({ path: "events", message: "events must select at least one event kind." }))
         : Effect.void
 
-    const checkMonitorIds = (ids: ReadonlyArray<string> | undefined) =>
+    /**
+     * Every id must be a monitor of this organization (not deleted). Another organization's
+     * monitor is "no such monitor", like an id that names nothing (decisions §1: never reveal it
+     * exists).
+     */
+    const checkMonitorIds = (orgId: string, ids: ReadonlyArray<string> | undefined) =>
       Effect.gen(function*() {
-        for (let i = 0; i < (ids?.length ?? 0); i++) {
-          if (!isUuid(ids![i]!)) {
+        if (ids === undefined || ids.length === 0) return
+        for (let i = 0; i < ids.length; i++) {
+          if (!isUuid(ids[i]!)) {
             return yield* new ValidationError({
               path: `filters.monitorIds.${i}`,
-              message: `filters.monitorIds.${i} must be a monitor id (a UUID), not '${ids![i]}'.`
+              message: `filters.monitorIds.${i} must be a monitor id (a UUID), not '${echo(ids[i]!)}'.`
             })
           }
         }
+        const known = new Set(
+          (yield* sql<{ id: string }>`
+            select id from monitors
+            where org_id = ${orgId} and deleted_at is null and id = any(${[...new Set(ids)]}::uuid[])`.pipe(Effect.orDie))
+            .map((r) => r.id.toLowerCase())
+        )
+        const unknown = [...new Set(ids.filter((id) => !known.has(id.toLowerCase())))]
+        if (unknown.length > 0) {
+          const first = ids.findIndex((id) => !known.has(id.toLowerCase()))
+          const named = unknown.slice(0, MAX_NAMED_IDS).join(", ")
+          const more = unknown.length > MAX_NAMED_IDS ? ` and ${unknown.length - MAX_NAMED_IDS} more` : ""
+          return yield* new ValidationError({
+            path: `filters.monitorIds.${first}`,
+            message: `filters.monitorIds: no such monitor: ${named}${more}.`
+          })
+        }
       })
+
+    /** A given secret: 16 to 256 printable ASCII characters; one starting with whsec_ must be a well-formed one. */
+    const checkSecret = (secret: string | undefined) => {
+      if (secret === undefined) return Effect.void
+      if (secret.length < 16 || secret.length > MAX_SECRET_LENGTH || !/^[\x21-\x7e]+$/.test(secret)) {
+        return Effect.fail(
+          new ValidationError({
+            path: "secret",
+            message: `secret must have 16 to ${MAX_SECRET_LENGTH} printable ASCII characters, without spaces.`
+          })
+        )
+      }
+      if (secret.startsWith("whsec_") && !isWellFormedWhsec(secret)) {
+        return Effect.fail(
+          new ValidationError({
+            path: "secret",
+            message: "a secret starting with whsec_ must be whsec_ followed by the base64 of 24 to 64 random bytes (the Standard Webhooks form)."
+          })
+        )
+      }
+      return Effect.void
+    }
 
     /** The webhooks that receive ping.received (a condition on `webhooks`). */
     const subscribedToPings = sql.literal("deleted_at is null and 'ping.received' = any(events)")
@@ -251,41 +336,49 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
      * the monitors such a webhook can receive: all of them when one has no monitor filter.
      */
     const syncPingEvents = Effect.gen(function*() {
-      const rows = yield* sql<{ monitor_ids: ReadonlyArray<string> }>`
-        select filter_monitor_ids as monitor_ids from webhooks where ${subscribedToPings}`
+      // Only the webhook's own organization's monitors: a filter saved before ids were checked
+      // (or naming a monitor that moved on) turns on nothing elsewhere.
+      const rows = yield* sql<{ every_monitor: boolean; monitor_ids: ReadonlyArray<string> }>`
+        select cardinality(w.filter_monitor_ids) = 0 as every_monitor,
+          array(select m.id from monitors m where m.id = any(w.filter_monitor_ids) and m.org_id = w.org_id) as monitor_ids
+        from webhooks w where ${subscribedToPings}`
       yield* intake.setPingEvents(
-        rows.length === 0 ? "none" : rows.some((r) => r.monitor_ids.length === 0) ? "all" : new Set(rows.flatMap((r) => r.monitor_ids))
+        rows.length === 0 ? "none" : rows.some((r) => r.every_monitor) ? "all" : new Set(rows.flatMap((r) => r.monitor_ids))
       )
     }).pipe(Effect.orDie)
 
     const findRow = (orgId: string, id: string) =>
       Effect.gen(function*() {
-        if (!isUuid(id)) return yield* notFound("webhook", id)
+        if (!isUuid(id)) return yield* notFound("webhook", echo(id))
         const [row] = yield* sql<WebhookRow>`
           select ${sql.literal(webhookColumns)} from webhooks where id = ${id} and org_id = ${orgId} and deleted_at is null`.pipe(
           Effect.orDie
         )
-        if (row === undefined) return yield* notFound("webhook", id)
+        if (row === undefined) return yield* notFound("webhook", echo(id))
         return row
       })
 
     const create = Effect.fn("Webhooks.create")(function*(orgId: string, input: CreateWebhookRequest) {
+      yield* checkText([["url", input.url], ["secret", input.secret]])
       yield* checkUrl(input.url)
       yield* checkEvents(input.events)
-      yield* checkMonitorIds(input.filters?.monitorIds)
-      if (input.secret !== undefined && (input.secret.length < 16 || input.secret.length > MAX_SECRET_LENGTH)) {
-        return yield* new ValidationError({ path: "secret", message: `secret must have 16 to ${MAX_SECRET_LENGTH} characters.` })
-      }
+      yield* checkMonitorIds(orgId, input.filters?.monitorIds)
+      yield* checkSecret(input.secret)
       const secret = input.secret ?? newSecret()
       const now = new Date(yield* Clock.currentTimeMillis)
-      const [row] = yield* sql<WebhookRow>`
-        insert into webhooks (org_id, url, secret, events, filter_monitor_ids, filter_severity, after_seq, ping_seq, created_at, updated_at)
-        values (${orgId}, ${input.url}, ${secret}, ${[...new Set(input.events)]}::text[],
-          ${[...new Set(input.filters?.monitorIds ?? [])]}::uuid[], ${[...new Set(input.filters?.severity ?? [])]}::text[],
-          (select coalesce(max(seq), 0) from events), (select coalesce(max(seq), 0) from ping_events), ${now}, ${now})
-        returning ${sql.literal(webhookColumns)}`.pipe(Effect.orDie)
+      const row = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* checkQuota(orgId, "webhooks")
+        const [row] = yield* sql<WebhookRow>`
+          insert into webhooks (org_id, url, secret, events, filter_monitor_ids, filter_severity, after_seq, ping_seq, created_at, updated_at)
+          values (${orgId}, ${input.url}, ${secret}, ${[...new Set(input.events)]}::text[],
+            ${[...new Set(input.filters?.monitorIds ?? [])]}::uuid[], ${[...new Set(input.filters?.severity ?? [])]}::text[],
+            (select coalesce(max(seq), 0) from events), (select coalesce(max(seq), 0) from ping_events), ${now}, ${now})
+          returning ${sql.literal(webhookColumns)}`
+        return row!
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
       yield* syncPingEvents
-      return { ...toWebhook(row!), secret }
+      // the only answer that shows the url unmasked, with the secret
+      return { ...toWebhook(row), url: row.url, secret }
     })
 
     const list = (orgId: string) =>
@@ -297,13 +390,15 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
 
     const update = Effect.fn("Webhooks.update")(function*(orgId: string, id: string, input: UpdateWebhookRequest) {
       const row = yield* findRow(orgId, id)
-      if (input.url !== undefined) yield* checkUrl(input.url)
+      yield* checkText([["url", input.url]])
+      const url = newUrl(input.url, maskWebhookUrl(row.url))
+      if (url !== undefined) yield* checkUrl(url)
       if (input.events !== undefined) yield* checkEvents(input.events)
-      yield* checkMonitorIds(input.filters?.monitorIds)
+      yield* checkMonitorIds(orgId, input.filters?.monitorIds)
       const now = new Date(yield* Clock.currentTimeMillis)
       const [updated] = yield* sql<WebhookRow>`
         update webhooks set
-          url = ${input.url ?? row.url},
+          url = ${url ?? row.url},
           events = ${[...new Set(input.events ?? row.events)]}::text[],
           filter_monitor_ids = ${[...new Set(input.filters?.monitorIds ?? row.filter_monitor_ids)]}::uuid[],
           filter_severity = ${[...new Set(input.filters?.severity ?? row.filter_severity)]}::text[],
@@ -697,12 +792,18 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
           )
         }
         const attemptOne = async ({ count, delivery, hook }: (typeof toSend)[number]): Promise<Attempted> => {
+          // Standard Webhooks: the attempt's time is signed with the id and the body (replays of
+          // a captured delivery are refused by a receiver that checks the timestamp)
+          const timestamp = Math.floor(now / 1000)
           const headers: Record<string, string> = {
             "Content-Type": "application/json",
             "User-Agent": "jobmon-webhooks/1",
             "X-Service-Event": delivery.event_type,
             "X-Service-Delivery": delivery.id,
             "X-Service-Signature": sign(hook.secret, delivery.body),
+            "webhook-id": delivery.id,
+            "webhook-timestamp": String(timestamp),
+            "webhook-signature": standardSignature(hook.secret, delivery.id, timestamp, delivery.body),
             "X-RateLimit-Limit": String(RATE_LIMIT_PER_MINUTE),
             "X-RateLimit-Remaining": String(RATE_LIMIT_PER_MINUTE - count),
             "X-RateLimit-Reset": String(Math.floor((windowStart + RATE_WINDOW_MS) / 1000))
@@ -973,8 +1074,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
 
     // ---- chat webhooks (decisions §9) ----------------------------------------------------------------
 
-    const checkChatFields = (input: { name?: string | undefined; mention?: string | null | undefined }) =>
+    const checkChatFields = (input: { url?: string | undefined; name?: string | undefined; mention?: string | null | undefined }) =>
       Effect.gen(function*() {
+        yield* checkText([["url", input.url], ["name", input.name], ["mention", input.mention]])
         if (input.name !== undefined && (input.name.trim() === "" || input.name.length > MAX_NAME_LENGTH || /[\s]/.test(input.name))) {
           return yield* new ValidationError({
             path: "name",
@@ -988,27 +1090,32 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
 
     const findChat = (orgId: string, id: string) =>
       Effect.gen(function*() {
-        if (!isUuid(id)) return yield* notFound("chat webhook", id)
+        if (!isUuid(id)) return yield* notFound("chat webhook", echo(id))
         const [row] = yield* sql<ChatWebhookRow>`
           select ${sql.literal(chatColumns)} from chat_webhooks where id = ${id} and org_id = ${orgId} and deleted_at is null`.pipe(
           Effect.orDie
         )
-        if (row === undefined) return yield* notFound("chat webhook", id)
+        if (row === undefined) return yield* notFound("chat webhook", echo(id))
         return row
       })
 
     const chatCreate = Effect.fn("Webhooks.chatCreate")(function*(orgId: string, input: CreateChatWebhookRequest) {
-      yield* checkUrl(input.url)
       yield* checkChatFields(input)
+      yield* checkUrl(input.url)
       const name = input.name ?? new URL(input.url).hostname
       const now = new Date(yield* Clock.currentTimeMillis)
-      const [row] = yield* sql<ChatWebhookRow>`
-        insert into chat_webhooks (org_id, name, url, rules_severity, rules_types, mention, after_seq, created_at, updated_at)
-        values (${orgId}, ${name}, ${input.url}, ${[...new Set(input.rules?.severity ?? [])]}::text[],
-          ${[...new Set(input.rules?.types ?? [])]}::text[], ${input.mention ?? null},
-          (select coalesce(max(seq), 0) from events), ${now}, ${now})
-        returning ${sql.literal(chatColumns)}`.pipe(Effect.orDie)
-      return toChatWebhook(row!)
+      const row = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* checkQuota(orgId, "chatWebhooks")
+        const [row] = yield* sql<ChatWebhookRow>`
+          insert into chat_webhooks (org_id, name, url, rules_severity, rules_types, mention, after_seq, created_at, updated_at)
+          values (${orgId}, ${name}, ${input.url}, ${[...new Set(input.rules?.severity ?? [])]}::text[],
+            ${[...new Set(input.rules?.types ?? [])]}::text[], ${input.mention ?? null},
+            (select coalesce(max(seq), 0) from events), ${now}, ${now})
+          returning ${sql.literal(chatColumns)}`
+        return row!
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
+      // the only answer that shows the url unmasked
+      return { ...toChatWebhook(row), url: row.url }
     })
 
     const chatList = (orgId: string) =>
@@ -1020,15 +1127,16 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
 
     const chatUpdate = Effect.fn("Webhooks.chatUpdate")(function*(orgId: string, id: string, input: UpdateChatWebhookRequest) {
       const row = yield* findChat(orgId, id)
-      if (input.url !== undefined) yield* checkUrl(input.url)
       yield* checkChatFields(input)
+      const url = newUrl(input.url, maskChatUrl(row.url))
+      if (url !== undefined) yield* checkUrl(url)
       const now = new Date(yield* Clock.currentTimeMillis)
       // A new url makes an invalid webhook active again.
-      const urlChanged = input.url !== undefined && input.url !== row.url
+      const urlChanged = url !== undefined && url !== row.url
       const [updated] = yield* sql<ChatWebhookRow>`
         update chat_webhooks set
           name = ${input.name ?? row.name},
-          url = ${input.url ?? row.url},
+          url = ${url ?? row.url},
           rules_severity = ${[...new Set(input.rules?.severity ?? row.rules_severity)]}::text[],
           rules_types = ${[...new Set(input.rules?.types ?? row.rules_types)]}::text[],
           mention = ${input.mention === undefined ? row.mention : input.mention},
@@ -1066,7 +1174,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
       return yield* new BadGateway({
         message: outcome._tag === "Answered"
           ? `The chat service answered ${outcome.status}; the test message was not accepted.`
-          : `The chat service could not be reached (${outcome.error}).`
+          : `The chat service could not be reached (${echo(outcome.error, 160)}).`
       })
     })
 

@@ -124,6 +124,30 @@ layer(TestServer({ allowPrivateTargets: true, publicUrl: PUBLIC_URL }), { timeou
       expect(resolved.fields[1].value).toBe("RESOLVED")
     })))
 
+  it.effect("the url is masked after the create answer; a PATCH without url, or with the masked url, keeps posting to the real one", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const chat = yield* receiver([204])
+      const url = `${chat.url.replace(/\/hook$/, "")}/api/webhooks/424242/tok3n-SECRET_value?thread_id=9`
+      const created = yield* createChat({ url, name: "masked" })
+      expect(created.url).toBe(url)
+      const shown = (yield* call("GET", `/api/alerts/chat/webhooks/${created.id}`)).body.url
+      expect(shown).toBe(url.replace("tok3n-SECRET_value", "***"))
+      const renamed = yield* call("PATCH", `/api/alerts/chat/webhooks/${created.id}`, { body: { name: "masked-2" } })
+      expect(renamed.body.url).toBe(shown)
+      const echoed = yield* call("PATCH", `/api/alerts/chat/webhooks/${created.id}`, { body: { url: shown, mention: "<@&5>" } })
+      expect(echoed.status).toBe(200)
+      expect(echoed.body).toMatchObject({ url: shown, status: "active", mention: "<@&5>" })
+      const monitor = yield* createMonitor({ name: "masked job" })
+      yield* raise(monitor.id)
+      yield* flush
+      expect(chat.received).toHaveLength(1)
+      const posted = new URL(chat.received[0]!.url, "http://x")
+      expect(posted.pathname).toBe("/api/webhooks/424242/tok3n-SECRET_value")
+      expect(posted.searchParams.get("thread_id")).toBe("9")
+      expect(chat.received[0]!.body.content).toBe("<@&5>")
+      expect((yield* call("DELETE", `/api/alerts/chat/webhooks/${created.id}`)).status).toBe(204)
+    })))
+
   it.effect("routing by rules: only matching types and severities", () =>
     Effect.scoped(Effect.gen(function*() {
       const missedOnly = yield* receiver([200])

@@ -1,7 +1,8 @@
 import { expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Exit, Layer, Scope, TestClock } from "effect"
-import { createHmac, timingSafeEqual } from "node:crypto"
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { Webhook as StandardWebhook } from "standardwebhooks"
 import { Webhooks } from "../../src/Delivery/Webhooks.js"
 import { Events } from "../../src/Events/Events.js"
 import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, TestServer } from "../support/fixture.js"
@@ -68,6 +69,7 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
         nextAttemptAt: null
       })
       expect(got.headers["x-service-delivery"]).toBe(delivery.id)
+      expect(got.headers["webhook-id"]).toBe(delivery.id)
       expect(delivery.requestHeaders["X-Service-Delivery"]).toBe(delivery.id)
       expect(JSON.stringify(delivery.requestHeaders)).not.toContain(hook.secret)
       // idempotent: another pass sends nothing more
@@ -406,6 +408,120 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       expect(yield* stored).toBe(1)
       expect(target.received.map((r) => r.body.data.ping.runId)).toContain(fresh.body.runId)
       expect((yield* call("DELETE", `/api/webhooks/${hook.id}`)).status).toBe(204)
+    })))
+
+  it.effect("a url with credentials is shown masked; a PATCH that sends the masked url back (or no url) keeps the stored one: deliveries still carry the credentials", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const hook = yield* createWebhook({ url: `${target.url}?token=abc123&team=ops`, events: ["webhook.test", "incident.opened"] })
+      expect(hook.url).toBe(`${target.url}?token=abc123&team=ops`)
+      const shown = (yield* call("GET", `/api/webhooks/${hook.id}`)).body.url
+      expect(shown).toBe(`${target.url}?token=***&team=ops`)
+      expect((yield* call("PATCH", `/api/webhooks/${hook.id}`, { body: { url: shown } })).status).toBe(200)
+      expect((yield* call("PATCH", `/api/webhooks/${hook.id}`, { body: { events: ["webhook.test"] } })).body.url).toBe(shown)
+      const sent = yield* call("POST", `/api/webhooks/${hook.id}/test`)
+      expect(sent.body).toMatchObject({ status: "succeeded", lastStatusCode: 200 })
+      expect(target.received.map((r) => r.url)).toEqual(["/hook?token=abc123&team=ops"])
+      expect((yield* call("DELETE", `/api/webhooks/${hook.id}`)).status).toBe(204)
+    })))
+})
+
+/**
+ * A receiver that verifies with the official Standard Webhooks library, as a receiver whose clock
+ * reads `clock()` (the library compares the signed timestamp with Date.now: it reads the receiver's
+ * clock for the one synchronous call). Answers 204, or 401 when verification fails.
+ */
+const standardReceiver = (librarySecret: () => string, clock: () => number) =>
+  receiver((request) => (verifiesAt(librarySecret(), request.raw, request.headers, clock()) ? 204 : 401))
+
+const verifiesAt = (librarySecret: string, raw: Buffer, headers: object, receiverNow: number) => {
+  const realNow = Date.now
+  Date.now = () => receiverNow
+  try {
+    new StandardWebhook(librarySecret).verify(raw.toString("utf8"), headers as Record<string, string>)
+    return true
+  } catch {
+    return false
+  } finally {
+    Date.now = realNow
+  }
+}
+
+layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("Standard Webhooks signature", (it) => {
+  it.effect("the official library verifies webhook-id, webhook-timestamp and webhook-signature; a receiver refuses a stale timestamp", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // a generated secret (64 hex characters): its whsec_ form is "whsec_" + the base64 of its bytes
+      let librarySecret = ""
+      let receiverClock = 0
+      const target = yield* standardReceiver(() => librarySecret, () => receiverClock)
+      const hook = yield* createWebhook({ url: target.url, events: ["webhook.test"] })
+      librarySecret = `whsec_${Buffer.from(hook.secret).toString("base64")}`
+
+      // the receiver's clock reads the service's time: verified
+      const sentAt = yield* TestClock.currentTimeMillis
+      receiverClock = sentAt
+      const fresh = yield* call("POST", `/api/webhooks/${hook.id}/test`)
+      expect(fresh.body).toMatchObject({ status: "succeeded", lastStatusCode: 204 })
+      const got = target.received[0]!
+      expect(got.headers["webhook-id"]).toBe(fresh.body.id)
+      expect(got.headers["webhook-timestamp"]).toBe(String(Math.floor(sentAt / 1000)))
+      expect(String(got.headers["webhook-signature"])).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/)
+      expect(fresh.body.requestHeaders["webhook-signature"]).toBe(got.headers["webhook-signature"])
+      expect(JSON.stringify(fresh.body.requestHeaders)).not.toContain(hook.secret)
+      // the same bytes with another id or another time do not verify: both are signed
+      const now = Math.floor(sentAt / 1000)
+      for (const headers of [{ ...got.headers, "webhook-id": "another" }, { ...got.headers, "webhook-timestamp": String(now - 1) }]) {
+        expect(verifiesAt(librarySecret, got.raw, headers, sentAt)).toBe(false)
+      }
+
+      // ten minutes later the same delivery, replayed as it was captured, is refused (the library's
+      // window is 5 minutes); its body signature alone would still have passed
+      expect(verifiesAt(librarySecret, got.raw, got.headers, sentAt + 10 * 60_000)).toBe(false)
+      expect(got.headers["x-service-signature"]).toBe(createHmac("sha256", hook.secret).update(got.raw).digest("hex"))
+
+      // a service whose attempt is signed ten minutes before the receiver's time: 401, final
+      receiverClock = (yield* TestClock.currentTimeMillis) + 10 * 60_000
+      const stale = yield* call("POST", `/api/webhooks/${hook.id}/test`)
+      expect(stale.body).toMatchObject({ status: "failed", attempts: 1, lastStatusCode: 401 })
+    })))
+
+  it.effect("a secret given in the whsec_ form is used as the standard says: the library takes it unchanged", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const secret = `whsec_${randomBytes(32).toString("base64")}`
+      const now = yield* TestClock.currentTimeMillis
+      const target = yield* standardReceiver(() => secret, () => now)
+      const hook = yield* createWebhook({ url: target.url, events: ["webhook.test"], secret })
+      const sent = yield* call("POST", `/api/webhooks/${hook.id}/test`)
+      expect(sent.body).toMatchObject({ status: "succeeded", lastStatusCode: 204 })
+      // X-Service-Signature keeps its rule: HMAC keyed with the secret string as given
+      expect(target.received[0]!.headers["x-service-signature"]).toBe(createHmac("sha256", secret).update(target.received[0]!.raw).digest("hex"))
+      // a malformed whsec_ secret is refused at creation
+      const bad = yield* call("POST", "/api/webhooks", { body: { url: target.url, events: ["webhook.test"], secret: "whsec_not*base64*at*all" } })
+      expect(bad.status).toBe(400)
+      expect(bad.body.path).toBe("secret")
+    })))
+
+  it.effect("a retried delivery is signed again with its attempt's time", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const secret = `whsec_${randomBytes(24).toString("base64")}`
+      let answered = 0
+      let receiverClock = 0
+      const target = yield* receiver((request) =>
+        answered++ === 0 ? 503 : verifiesAt(secret, request.raw, request.headers, receiverClock) ? 204 : 401
+      )
+      const monitor = yield* createMonitor()
+      const hook = yield* createWebhook({ url: target.url, events: ["incident.opened"], secret })
+      yield* raise(monitor.id)
+      yield* flush
+      yield* TestClock.adjust("1 second")
+      receiverClock = yield* TestClock.currentTimeMillis
+      yield* flush
+      expect(target.received).toHaveLength(2)
+      const [first, second] = target.received.map((r) => Number(r.headers["webhook-timestamp"]))
+      expect(second! - first!).toBe(1)
+      expect(new Set(target.received.map((r) => r.headers["webhook-id"])).size).toBe(1)
+      const [d] = yield* deliveriesOf(hook.id)
+      expect(d).toMatchObject({ status: "succeeded", attempts: 2, lastStatusCode: 204 })
     })))
 })
 

@@ -17,9 +17,9 @@ export type Answer = number | { readonly status: number; readonly headers: Recor
 
 /**
  * A real HTTP receiver on 127.0.0.1: answers each request with the next of `answers` (the last one
- * repeats) and keeps what it got.
+ * repeats), or with what `answers` decides for it when it is a function, and keeps what it got.
  */
-export const receiver = (answers: ReadonlyArray<Answer> = [200]) =>
+export const receiver = (answers: ReadonlyArray<Answer> | ((request: Received) => Answer) = [200]) =>
   Effect.acquireRelease(
     Effect.async<{ url: string; received: Array<Received>; server: http.Server }>((resume) => {
       const received: Array<Received> = []
@@ -34,8 +34,9 @@ export const receiver = (answers: ReadonlyArray<Answer> = [200]) =>
           } catch {
             body = undefined
           }
-          const answer = answers[Math.min(received.length, answers.length - 1)]!
-          received.push({ headers: req.headers, url: req.url ?? "", raw, body, at: Date.now() })
+          const request: Received = { headers: req.headers, url: req.url ?? "", raw, body, at: Date.now() }
+          const answer = typeof answers === "function" ? answers(request) : answers[Math.min(received.length, answers.length - 1)]!
+          received.push(request)
           if (answer === "hang") return
           const { headers, status } = typeof answer === "number" ? { status: answer, headers: {} } : answer
           res.writeHead(status, { "content-type": "text/plain", ...headers })

@@ -1,0 +1,10 @@
+/**
+ * How many of each delivery target one organization may have (docs/delivery.md#quotas). Deleted
+ * ones do not count. Over it, creating another answers 409 Conflict.
+ */
+export const ORGANIZATION_QUOTAS = {
+  /** Outbound webhooks (POST /api/webhooks). */
+  webhooks: 100,
+  /** Chat alert webhooks (POST /api/alerts/chat/webhooks). */
+  chatWebhooks: 100
+} as const
