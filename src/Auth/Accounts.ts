@@ -8,7 +8,11 @@ import {
   judgeSignIn,
   PASSWORD_HASHES_AT_ONCE,
   PASSWORD_HASHES_WAITING,
+  refusalMessage,
+  SIGN_IN_CHECKS_AT_ONCE,
+  SIGN_IN_CHECKS_WAITING,
   SIGN_IN_KNOWN_ADDRESS_MS,
+  type SignInLimit,
   SIGN_IN_WINDOW_MS
 } from "./Limits.js"
 import {
@@ -103,11 +107,29 @@ const checkLoginEmail = (email: string) =>
     ? Effect.fail(new ValidationError({ path: "email", message: "email must not contain control characters (such as NUL)." }))
     : Effect.void
 
-const hashingBusy = () =>
+const busy = () =>
   new RateLimited({
-    message: "The service is busy checking other passwords. Try again in 2 s.",
+    message: "The service is busy checking other sign-ins and passwords. Try again in 2 s.",
     retryAfterSeconds: 2
   })
+
+/**
+ * At most `atOnce` runs of an effect at a time and `waiting` more in line; past that `busy` at once
+ * (a queue that grows with an attack is a denial of service of its own).
+ */
+const boundedGate = Effect.fnUntraced(function*<E>(atOnce: number, waiting: number, busy: () => E) {
+  const permits = yield* Effect.makeSemaphore(atOnce)
+  let admitted = 0
+  return <A, E2, R>(effect: Effect.Effect<A, E2, R>): Effect.Effect<A, E | E2, R> =>
+    Effect.suspend((): Effect.Effect<A, E | E2, R> => {
+      if (admitted >= atOnce + waiting) return Effect.fail(busy())
+      admitted++
+      return permits.withPermits(1)(effect).pipe(Effect.ensuring(Effect.sync(() => void admitted--)))
+    })
+})
+
+/** Refusals of the limits per (email, address) and per address, remembered until they end. */
+const REFUSALS_REMEMBERED = 10_000
 
 export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
   dependencies: [AccountsRepo.Default],
@@ -119,19 +141,40 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
     /**
      * Password hashes, at most PASSWORD_HASHES_AT_ONCE at a time (each holds 128 MiB and a thread
      * of libuv's pool, which DNS lookups and file reads share) with at most PASSWORD_HASHES_WAITING
-     * more in line; past that the answer is 429 at once rather than a queue that grows with the
-     * attack. A hash that started runs to its end with its permit, even if its request is gone.
+     * more in line; past that the answer is 429 at once. A hash that started runs to its end with
+     * its permit, even if its request is gone.
      */
-    const permits = yield* Effect.makeSemaphore(PASSWORD_HASHES_AT_ONCE)
-    let admitted = 0
+    const hashGate = yield* boundedGate(PASSWORD_HASHES_AT_ONCE, PASSWORD_HASHES_WAITING, busy)
     const hashing = <A>(work: () => Promise<A>): Effect.Effect<A, RateLimited> =>
-      Effect.suspend(() => {
-        if (admitted >= PASSWORD_HASHES_AT_ONCE + PASSWORD_HASHES_WAITING) return Effect.fail(hashingBusy())
-        admitted++
-        return permits.withPermits(1)(Effect.uninterruptible(Effect.promise(work))).pipe(
-          Effect.ensuring(Effect.sync(() => void admitted--))
-        )
-      })
+      hashGate(Effect.uninterruptible(Effect.promise(work)))
+
+    /** The sign-in limits' database step, bounded per instance (SIGN_IN_CHECKS_AT_ONCE). */
+    const checkGate = yield* boundedGate(SIGN_IN_CHECKS_AT_ONCE, SIGN_IN_CHECKS_WAITING, busy)
+
+    /**
+     * A refusal for a pair or an address holds until its time is up whatever other requests do (a
+     * refused pair or address cannot sign in, so nothing shortens it): while it lasts, requests from
+     * there are answered from memory, without the database. The account-wide slow-down depends on
+     * the address asking and on other addresses, so it always asks the database.
+     */
+    const refusals = new Map<string, { readonly limit: SignInLimit; readonly until: number }>()
+    const remembered = (keys: ReadonlyArray<string>, at: number) => {
+      for (const key of keys) {
+        const refusal = refusals.get(key)
+        if (refusal === undefined) continue
+        if (refusal.until <= at) {
+          refusals.delete(key)
+          continue
+        }
+        const retryAfterSeconds = Math.max(1, Math.ceil((refusal.until - at) / 1000))
+        return new RateLimited({ message: refusalMessage(refusal.limit, retryAfterSeconds), retryAfterSeconds })
+      }
+      return undefined
+    }
+    const remember = (key: string, limit: SignInLimit, until: number) => {
+      if (refusals.size >= REFUSALS_REMEMBERED) refusals.clear()
+      refusals.set(key, { limit, until })
+    }
 
     const openSession = (user: SessionUser, at: Date) =>
       Effect.gen(function*() {
@@ -152,15 +195,23 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
         yield* checkLoginEmail(email)
         const address = addressKey(input.address)
         const at = yield* now
-        const reservation = yield* repo.reserveSignIn({
+        // The pair's key is the email as given (NFC): another spelling only misses this memory.
+        const pairKey = `pair ${address} ${email}`
+        const addressOnlyKey = `address ${address}`
+        const known = remembered([addressOnlyKey, pairKey], at.getTime())
+        if (known !== undefined) return yield* known
+        const reservation = yield* checkGate(repo.reserveSignIn({
           email,
           address,
           at,
           since: new Date(at.getTime() - SIGN_IN_WINDOW_MS),
           knownSince: new Date(at.getTime() - SIGN_IN_KNOWN_ADDRESS_MS),
           judge: (history) => judgeSignIn(history, at.getTime())
-        })
+        }))
         if (reservation._tag === "Refused") {
+          if (reservation.limit !== "account") {
+            remember(reservation.limit === "pair" ? pairKey : addressOnlyKey, reservation.limit, reservation.until)
+          }
           return yield* new RateLimited({ message: reservation.message, retryAfterSeconds: reservation.retryAfterSeconds })
         }
         const member = yield* repo.findMemberByEmail(email)

@@ -33,6 +33,14 @@ export const SIGN_IN_KNOWN_ADDRESS_MS = 30 * 24 * 3600_000
 export const PASSWORD_HASHES_AT_ONCE = 2
 export const PASSWORD_HASHES_WAITING = 16
 
+/**
+ * Sign-in checks that may hold a database connection at once (each waits there for the advisory
+ * locks of its email and address), and how many more may wait in the process; past that, 429. A
+ * flood of sign-ins for one email must not take the pool the ping intake needs.
+ */
+export const SIGN_IN_CHECKS_AT_ONCE = 4
+export const SIGN_IN_CHECKS_WAITING = 64
+
 /** Defaults of the quotas per organization (settings in src/Config.ts). */
 export const DEFAULT_MAX_ACTIVE_TOKENS_PER_ORG = 500
 export const DEFAULT_MAX_PENDING_INVITES_PER_ORG = 50
@@ -52,9 +60,18 @@ export interface SignInHistory {
   readonly knownAddress: boolean
 }
 
+export type SignInLimit = "pair" | "address" | "account"
+
 export type SignInVerdict =
   | { readonly _tag: "Allowed" }
-  | { readonly _tag: "Refused"; readonly limit: "pair" | "address" | "account"; readonly retryAfterSeconds: number; readonly message: string }
+  | {
+    readonly _tag: "Refused"
+    readonly limit: SignInLimit
+    /** Epoch ms when the attempt would be judged again with a chance to pass. */
+    readonly until: number
+    readonly retryAfterSeconds: number
+    readonly message: string
+  }
 
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000))
 const minutes = SIGN_IN_WINDOW_MS / 60_000
@@ -65,35 +82,30 @@ export const accountSpacingMs = (failures: number): number =>
     ? 0
     : Math.min(SIGN_IN_MAX_SPACING_MS, (failures - SIGN_IN_ACCOUNT_SLOWDOWN_AFTER + 1) * 1000)
 
-/** Whether one more attempt may be checked at `now`, and if not, which limit says so and for how long. */
+/** What a refusal says, for the seconds left. */
+export const refusalMessage = (limit: SignInLimit, retryAfterSeconds: number): string =>
+  limit === "pair"
+    ? `Too many failed sign-ins for this email from your address: at most ${SIGN_IN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS} in ${minutes} minutes. Try again in ${retryAfterSeconds} s.`
+    : limit === "address"
+    ? `Too many failed sign-ins from your address: at most ${SIGN_IN_MAX_FAILURES_PER_ADDRESS} in ${minutes} minutes, whatever the email. Try again in ${retryAfterSeconds} s.`
+    : `This account has had many failed sign-ins lately, so attempts from new addresses are slowed down. Try again in ${retryAfterSeconds} s.`
+
+const refused = (limit: SignInLimit, until: number, now: number): SignInVerdict => {
+  const retryAfterSeconds = seconds(until - now)
+  return { _tag: "Refused", limit, until, retryAfterSeconds, message: refusalMessage(limit, retryAfterSeconds) }
+}
+
+/** Whether one more attempt may be checked at `now`, and if not, which limit says so and until when. */
 export const judgeSignIn = (history: SignInHistory, now: number): SignInVerdict => {
   if (history.pairCount >= SIGN_IN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS) {
-    const retryAfterSeconds = seconds((history.pairOldest?.getTime() ?? now) + SIGN_IN_WINDOW_MS - now)
-    return {
-      _tag: "Refused",
-      limit: "pair",
-      retryAfterSeconds,
-      message: `Too many failed sign-ins for this email from your address: at most ${SIGN_IN_MAX_FAILURES_PER_ACCOUNT_AND_ADDRESS} in ${minutes} minutes. Try again in ${retryAfterSeconds} s.`
-    }
+    return refused("pair", (history.pairOldest?.getTime() ?? now) + SIGN_IN_WINDOW_MS, now)
   }
   if (history.addressCount >= SIGN_IN_MAX_FAILURES_PER_ADDRESS) {
-    const retryAfterSeconds = seconds((history.addressOldest?.getTime() ?? now) + SIGN_IN_WINDOW_MS - now)
-    return {
-      _tag: "Refused",
-      limit: "address",
-      retryAfterSeconds,
-      message: `Too many failed sign-ins from your address: at most ${SIGN_IN_MAX_FAILURES_PER_ADDRESS} in ${minutes} minutes, whatever the email. Try again in ${retryAfterSeconds} s.`
-    }
+    return refused("address", (history.addressOldest?.getTime() ?? now) + SIGN_IN_WINDOW_MS, now)
   }
   const spacing = history.knownAddress ? 0 : accountSpacingMs(history.accountCount)
   if (spacing > 0 && history.accountLatest !== null && history.accountLatest.getTime() + spacing > now) {
-    const retryAfterSeconds = seconds(history.accountLatest.getTime() + spacing - now)
-    return {
-      _tag: "Refused",
-      limit: "account",
-      retryAfterSeconds,
-      message: `This account has had many failed sign-ins lately, so attempts from new addresses are slowed down. Try again in ${retryAfterSeconds} s.`
-    }
+    return refused("account", history.accountLatest.getTime() + spacing, now)
   }
   return { _tag: "Allowed" }
 }

@@ -133,7 +133,7 @@ layer(TestServer({ trustProxy: 1 }), { excludeTestServices: true, timeout: 120_0
       const busy = answers.filter((r) => r.status === 429)
       expect(busy.length).toBeGreaterThan(0)
       for (const r of busy) {
-        expect(r.body.message).toMatch(/busy checking other passwords/)
+        expect(r.body.message).toMatch(/busy checking other sign-ins and passwords/)
         expect(r.headers["retry-after"]).toBe("2")
       }
       expect(answers.filter((r) => r.status === 401).length).toBe(40 - busy.length)
