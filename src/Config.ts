@@ -1,4 +1,5 @@
 import { Config, Context, Effect, Layer, LogLevel, Option, Redacted } from "effect"
+import { DEFAULT_MAX_ACTIVE_TOKENS_PER_ORG, DEFAULT_MAX_PENDING_INVITES_PER_ORG } from "./Auth/Limits.js"
 
 /** Every operator setting, read once from the environment (decisions §13). */
 export interface AppConfigShape {
@@ -27,6 +28,15 @@ export interface AppConfigShape {
   readonly requestTimeoutMs: number
   /** Open connections the HTTP server accepts at once; more are refused. */
   readonly maxConnections: number
+  /**
+   * Reverse proxies in front of the service that append to X-Forwarded-For; 0 = none, the socket's
+   * address is the client's (src/Auth/ClientAddress.ts; sign-in limits per address).
+   */
+  readonly trustProxy: number
+  /** Tokens neither revoked nor expired an organization may have (src/Auth/Limits.ts). */
+  readonly maxActiveTokensPerOrg: number
+  /** Invites neither accepted nor expired an organization may have. */
+  readonly maxPendingInvitesPerOrg: number
 }
 
 export class AppConfig extends Context.Tag("jobmon/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -80,6 +90,18 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   maxConnections: Config.integer("MAX_CONNECTIONS").pipe(
     Config.withDefault(10_000),
     Config.validate({ message: "MAX_CONNECTIONS must be at least 16", validation: (n) => n >= 16 })
+  ),
+  trustProxy: Config.integer("TRUST_PROXY").pipe(
+    Config.withDefault(0),
+    Config.validate({ message: "TRUST_PROXY must be the number of reverse proxies in front of the service (0 to 10)", validation: (n) => n >= 0 && n <= 10 })
+  ),
+  maxActiveTokensPerOrg: Config.integer("MAX_ACTIVE_TOKENS_PER_ORG").pipe(
+    Config.withDefault(DEFAULT_MAX_ACTIVE_TOKENS_PER_ORG),
+    Config.validate({ message: "MAX_ACTIVE_TOKENS_PER_ORG must be at least 1", validation: (n) => n >= 1 })
+  ),
+  maxPendingInvitesPerOrg: Config.integer("MAX_PENDING_INVITES_PER_ORG").pipe(
+    Config.withDefault(DEFAULT_MAX_PENDING_INVITES_PER_ORG),
+    Config.validate({ message: "MAX_PENDING_INVITES_PER_ORG must be at least 1", validation: (n) => n >= 1 })
   )
 }).pipe(
   Config.map(({ publicUrl, ...rest }) => ({

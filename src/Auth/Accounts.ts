@@ -1,21 +1,49 @@
 import { Clock, Effect } from "effect"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { AppConfig } from "../Config.js"
 import { Conflict, Forbidden, NotFound, RateLimited, Unauthorized, ValidationError } from "../Domain/Errors.js"
 import { AccountsRepo, type Role, type SessionRow } from "./AccountsRepo.js"
-import { emailProblem, hashPassword, passwordProblem, verifyPassword } from "./Password.js"
+import { addressKey } from "./ClientAddress.js"
+import {
+  judgeSignIn,
+  PASSWORD_HASHES_AT_ONCE,
+  PASSWORD_HASHES_WAITING,
+  refusalMessage,
+  SIGN_IN_CHECKS_AT_ONCE,
+  SIGN_IN_CHECKS_WAITING,
+  SIGN_IN_KNOWN_ADDRESS_MS,
+  type SignInLimit,
+  SIGN_IN_WINDOW_MS
+} from "./Limits.js"
+import {
+  cleanEmail,
+  CONTROL_CHARACTERS,
+  emailProblem,
+  hashPassword,
+  needsRehash,
+  passwordProblem,
+  verifyPassword
+} from "./Password.js"
 import type { Principal } from "./Principal.js"
 import type { Scope } from "./Token.js"
 
 /** Dashboard accounts: users with passwords, browser sessions and invites (docs/dashboard-auth.md). */
 
+/** The session cookie's name over plain http. */
 export const SESSION_COOKIE = "jobmon_session"
+/**
+ * Its name when the service is served over https: the `__Host-` prefix makes browsers accept the
+ * cookie only with Secure, Path=/ and no Domain, so a sibling subdomain cannot set or shadow it.
+ */
+export const HOST_SESSION_COOKIE = "__Host-jobmon_session"
+/** The session cookie's name for a service whose PUBLIC_URL is `publicUrl`. */
+export const sessionCookieName = (publicUrl: string): string =>
+  publicUrl.startsWith("https:") ? HOST_SESSION_COOKIE : SESSION_COOKIE
 export const CSRF_HEADER = "x-csrf-token"
 export const SESSION_IDLE_MS = 7 * 24 * 3600_000
 export const SESSION_ABSOLUTE_MS = 30 * 24 * 3600_000
 /** last_seen_at is written at most this often per session: reads stay reads. */
 const TOUCH_EVERY_MS = 60_000
-export const SIGN_IN_WINDOW_MS = 15 * 60_000
-export const SIGN_IN_MAX_FAILURES = 10
 export const INVITE_TTL_MS = 7 * 24 * 3600_000
 export const INVITE_PREFIX = "jmi_"
 
@@ -67,15 +95,86 @@ export const checkPassword = (password: string) => {
 }
 
 const checkName = (name: string) =>
-  name.trim().length >= 1 && name.length <= 200
+  CONTROL_CHARACTERS.test(name)
+    ? Effect.fail(new ValidationError({ path: "name", message: "name must not contain control characters (such as NUL)." }))
+    : name.trim().length >= 1 && name.length <= 200
     ? Effect.void
     : Effect.fail(new ValidationError({ path: "name", message: "name must be 1 to 200 characters." }))
+
+/** Sign-in looks up any email (an unknown one is a 401 like a wrong password) but one PostgreSQL cannot store. */
+const checkLoginEmail = (email: string) =>
+  CONTROL_CHARACTERS.test(email)
+    ? Effect.fail(new ValidationError({ path: "email", message: "email must not contain control characters (such as NUL)." }))
+    : Effect.void
+
+const busy = () =>
+  new RateLimited({
+    message: "The service is busy checking other sign-ins and passwords. Try again in 2 s.",
+    retryAfterSeconds: 2
+  })
+
+/**
+ * At most `atOnce` runs of an effect at a time and `waiting` more in line; past that `busy` at once
+ * (a queue that grows with an attack is a denial of service of its own).
+ */
+const boundedGate = Effect.fnUntraced(function*<E>(atOnce: number, waiting: number, busy: () => E) {
+  const permits = yield* Effect.makeSemaphore(atOnce)
+  let admitted = 0
+  return <A, E2, R>(effect: Effect.Effect<A, E2, R>): Effect.Effect<A, E | E2, R> =>
+    Effect.suspend((): Effect.Effect<A, E | E2, R> => {
+      if (admitted >= atOnce + waiting) return Effect.fail(busy())
+      admitted++
+      return permits.withPermits(1)(effect).pipe(Effect.ensuring(Effect.sync(() => void admitted--)))
+    })
+})
+
+/** Refusals of the limits per (email, address) and per address, remembered until they end. */
+const REFUSALS_REMEMBERED = 10_000
 
 export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
   dependencies: [AccountsRepo.Default],
   effect: Effect.gen(function*() {
     const repo = yield* AccountsRepo
+    const config = yield* AppConfig
     const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+    /**
+     * Password hashes, at most PASSWORD_HASHES_AT_ONCE at a time (each holds 128 MiB and a thread
+     * of libuv's pool, which DNS lookups and file reads share) with at most PASSWORD_HASHES_WAITING
+     * more in line; past that the answer is 429 at once. A hash that started runs to its end with
+     * its permit, even if its request is gone.
+     */
+    const hashGate = yield* boundedGate(PASSWORD_HASHES_AT_ONCE, PASSWORD_HASHES_WAITING, busy)
+    const hashing = <A>(work: () => Promise<A>): Effect.Effect<A, RateLimited> =>
+      hashGate(Effect.uninterruptible(Effect.promise(work)))
+
+    /** The sign-in limits' database step, bounded per instance (SIGN_IN_CHECKS_AT_ONCE). */
+    const checkGate = yield* boundedGate(SIGN_IN_CHECKS_AT_ONCE, SIGN_IN_CHECKS_WAITING, busy)
+
+    /**
+     * A refusal for a pair or an address holds until its time is up whatever other requests do (a
+     * refused pair or address cannot sign in, so nothing shortens it): while it lasts, requests from
+     * there are answered from memory, without the database. The account-wide slow-down depends on
+     * the address asking and on other addresses, so it always asks the database.
+     */
+    const refusals = new Map<string, { readonly limit: SignInLimit; readonly until: number }>()
+    const remembered = (keys: ReadonlyArray<string>, at: number) => {
+      for (const key of keys) {
+        const refusal = refusals.get(key)
+        if (refusal === undefined) continue
+        if (refusal.until <= at) {
+          refusals.delete(key)
+          continue
+        }
+        const retryAfterSeconds = Math.max(1, Math.ceil((refusal.until - at) / 1000))
+        return new RateLimited({ message: refusalMessage(refusal.limit, retryAfterSeconds), retryAfterSeconds })
+      }
+      return undefined
+    }
+    const remember = (key: string, limit: SignInLimit, until: number) => {
+      if (refusals.size >= REFUSALS_REMEMBERED) refusals.clear()
+      refusals.set(key, { limit, until })
+    }
 
     const openSession = (user: SessionUser, at: Date) =>
       Effect.gen(function*() {
@@ -86,28 +185,55 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
         return { user, csrfToken, secret } satisfies SignedIn
       })
 
-    /** Email + password → a new session; 429 after too many recent failures for that email. */
-    const login = (email: string, password: string) =>
+    /**
+     * Email + password from a client address → a new session. The sign-in limits are checked and
+     * the attempt recorded in one step before the password is hashed (docs/dashboard-auth.md).
+     */
+    const login = (input: { email: string; password: string; address: string }) =>
       Effect.gen(function*() {
+        const email = cleanEmail(input.email)
+        yield* checkLoginEmail(email)
+        const address = addressKey(input.address)
         const at = yield* now
-        const since = new Date(at.getTime() - SIGN_IN_WINDOW_MS)
-        const failures = yield* repo.recentFailures(email, since)
-        if (failures.count >= SIGN_IN_MAX_FAILURES && failures.oldest !== null) {
-          const retryAfterSeconds = Math.max(1, Math.ceil((failures.oldest.getTime() + SIGN_IN_WINDOW_MS - at.getTime()) / 1000))
-          return yield* new RateLimited({
-            message: `Too many failed sign-ins for this email: at most ${SIGN_IN_MAX_FAILURES} in ${
-              SIGN_IN_WINDOW_MS / 60_000
-            } minutes. Try again in ${retryAfterSeconds} s.`,
-            retryAfterSeconds
-          })
+        // The pair's key is the email as given (NFC): another spelling only misses this memory.
+        const pairKey = `pair ${address} ${email}`
+        const addressOnlyKey = `address ${address}`
+        const known = remembered([addressOnlyKey, pairKey], at.getTime())
+        if (known !== undefined) return yield* known
+        const reservation = yield* checkGate(repo.reserveSignIn({
+          email,
+          address,
+          at,
+          since: new Date(at.getTime() - SIGN_IN_WINDOW_MS),
+          knownSince: new Date(at.getTime() - SIGN_IN_KNOWN_ADDRESS_MS),
+          judge: (history) => judgeSignIn(history, at.getTime())
+        }))
+        if (reservation._tag === "Refused") {
+          if (reservation.limit !== "account") {
+            remember(reservation.limit === "pair" ? pairKey : addressOnlyKey, reservation.limit, reservation.until)
+          }
+          return yield* new RateLimited({ message: reservation.message, retryAfterSeconds: reservation.retryAfterSeconds })
         }
         const member = yield* repo.findMemberByEmail(email)
-        const ok = yield* Effect.promise(() => verifyPassword(password, member?.password_hash ?? null))
-        if (!ok || member === undefined) {
-          yield* repo.recordFailure(email, at, since)
-          return yield* wrongCredentials()
+        const storedHash = member?.password_hash ?? null
+        const ok = yield* hashing(() => verifyPassword(input.password, storedHash)).pipe(
+          Effect.tapError(() => repo.releaseAttempt(reservation.attemptId))
+        )
+        if (!ok || member === undefined || storedHash === null) return yield* wrongCredentials()
+        yield* repo.signInSucceeded({
+          attemptId: reservation.attemptId,
+          email,
+          address,
+          at,
+          knownBefore: new Date(at.getTime() - SIGN_IN_KNOWN_ADDRESS_MS)
+        })
+        if (needsRehash(storedHash)) {
+          // Older parameters: the password is at hand only now. A busy service tries next time.
+          yield* hashing(() => hashPassword(input.password)).pipe(
+            Effect.flatMap((next) => repo.replacePasswordHash(member.id, storedHash, next)),
+            Effect.catchTag("RateLimited", () => Effect.void)
+          )
         }
-        if (failures.count > 0) yield* repo.clearFailures(email)
         return yield* openSession({ id: member.id, email: member.email, name: member.name, orgId: member.org_id }, at)
       })
 
@@ -173,18 +299,18 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
     /** A new user with a password, in an organization. */
     const createUser = (input: { email: string; name: string; password: string; orgId: string; role: Role }) =>
       Effect.gen(function*() {
-        const email = input.email.trim()
+        const email = cleanEmail(input.email)
         yield* checkEmail(email)
         yield* checkName(input.name)
         yield* checkPassword(input.password)
-        const passwordHash = yield* Effect.promise(() => hashPassword(input.password))
+        const passwordHash = yield* hashing(() => hashPassword(input.password))
         const at = yield* now
         return yield* repo.insertUser({ email, name: input.name.trim(), passwordHash, orgId: input.orgId, role: input.role, at })
       })
 
     const invite = (input: { orgId: string; email: string; name: string | null; role: Role; invitedBy: string | null }) =>
       Effect.gen(function*() {
-        const email = input.email.trim()
+        const email = cleanEmail(input.email)
         yield* checkEmail(email)
         if (input.name !== null) yield* checkName(input.name)
         if (yield* repo.emailExists(email)) {
@@ -192,16 +318,28 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
         }
         const token = INVITE_PREFIX + randomBytes(24).toString("base64url")
         const at = yield* now
-        const row = yield* repo.insertInvite({
-          orgId: input.orgId,
-          email,
-          name: input.name,
-          role: input.role,
-          tokenHash: sha256(token),
-          invitedBy: input.invitedBy,
-          at,
-          expiresAt: new Date(at.getTime() + INVITE_TTL_MS)
-        })
+        const limit = config.maxPendingInvitesPerOrg
+        const row = yield* repo.sql.withTransaction(
+          Effect.gen(function*() {
+            yield* repo.lockOrgInvites(input.orgId)
+            if ((yield* repo.countPendingInvites(input.orgId, at)) >= limit) {
+              return yield* new Conflict({
+                message: `The organization already has ${limit} pending invites, the most it may have (MAX_PENDING_INVITES_PER_ORG). ` +
+                  `An invite stops counting once it is accepted or expires (7 days after it was made).`
+              })
+            }
+            return yield* repo.insertInvite({
+              orgId: input.orgId,
+              email,
+              name: input.name,
+              role: input.role,
+              tokenHash: sha256(token),
+              invitedBy: input.invitedBy,
+              at,
+              expiresAt: new Date(at.getTime() + INVITE_TTL_MS)
+            })
+          })
+        ).pipe(Effect.catchTag("SqlError", Effect.die))
         return { row, token }
       })
 
@@ -224,7 +362,7 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
             message: `This invite expired at ${row.expires_at.toISOString()}; ask for a new one.`
           })
         }
-        const passwordHash = yield* Effect.promise(() => hashPassword(input.password))
+        const passwordHash = yield* hashing(() => hashPassword(input.password))
         const user = yield* repo.sql.withTransaction(
           Effect.gen(function*() {
             if (!(yield* repo.claimInvite(row.id, at))) {

@@ -1,10 +1,38 @@
 import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { AppConfig } from "../Config.js"
-import { RateLimited } from "../Domain/Errors.js"
+import { Forbidden, RateLimited, UnsupportedMediaType } from "../Domain/Errors.js"
 import { Api } from "../Http/Api.js"
-import { Accounts, CSRF_HEADER, SESSION_ABSOLUTE_MS, SESSION_COOKIE, type SignedIn } from "./Accounts.js"
+import { Accounts, CSRF_HEADER, SESSION_ABSOLUTE_MS, sessionCookieName, type SignedIn } from "./Accounts.js"
+import { clientAddress } from "./ClientAddress.js"
 import { CurrentPrincipal } from "./Principal.js"
+
+/**
+ * The public endpoints that sign a browser in take JSON only, and refuse a request a browser marks
+ * as made by another site's page: a cross-site form can post url-encoded or multipart bodies
+ * without any preflight, and would sign the victim's browser in to the attacker's account (login
+ * CSRF). A JSON body needs a CORS preflight the service never grants (docs/dashboard-auth.md).
+ */
+const signInRequestProblem = (request: HttpServerRequest.HttpServerRequest, what: string) => {
+  const site = request.headers["sec-fetch-site"]
+  if (site === "cross-site") {
+    return Effect.fail(
+      new Forbidden({ message: `${what} from another site's page is refused (Sec-Fetch-Site: cross-site). Use the dashboard itself.` })
+    )
+  }
+  const contentType = request.headers["content-type"]
+  const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase()
+  if (mediaType !== "application/json") {
+    return Effect.fail(
+      new UnsupportedMediaType({
+        message: `${what} takes a JSON body: send Content-Type: application/json${
+          contentType === undefined ? "" : ` (not '${contentType.slice(0, 100)}')`
+        }.`
+      })
+    )
+  }
+  return Effect.void
+}
 
 /** Handlers of sign-in (public) and users/invites (authenticated): docs/dashboard-auth.md. */
 
@@ -13,12 +41,13 @@ export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>
     const accounts = yield* Accounts
     const config = yield* AppConfig
     const secure = config.publicUrl.startsWith("https:")
+    const cookieName = sessionCookieName(config.publicUrl)
     const cookieOptions = { httpOnly: true, sameSite: "lax", path: "/", secure } as const
 
     const setSessionCookie = (secret: string) =>
       HttpApp.appendPreResponseHandler((_request, response) =>
         Effect.orDie(
-          HttpServerResponse.setCookie(response, SESSION_COOKIE, secret, {
+          HttpServerResponse.setCookie(response, cookieName, secret, {
             ...cookieOptions,
             maxAge: Duration.millis(SESSION_ABSOLUTE_MS)
           })
@@ -26,7 +55,7 @@ export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>
       )
 
     const clearSessionCookie = HttpApp.appendPreResponseHandler((_request, response) =>
-      Effect.orDie(HttpServerResponse.setCookie(response, SESSION_COOKIE, "", { ...cookieOptions, maxAge: Duration.zero }))
+      Effect.orDie(HttpServerResponse.setCookie(response, cookieName, "", { ...cookieOptions, maxAge: Duration.zero }))
     )
 
     const signedIn = (result: SignedIn) =>
@@ -37,11 +66,20 @@ export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>
         Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(error.retryAfterSeconds)))
       )
 
-    const cookieOf = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.cookies[SESSION_COOKIE])
+    const cookieOf = Effect.map(HttpServerRequest.HttpServerRequest, (request) => request.cookies[cookieName])
 
     return handlers
       .handle("login", ({ payload }) =>
-        accounts.login(payload.email.trim(), payload.password).pipe(
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          yield* signInRequestProblem(request, "Sign-in")
+          const address = clientAddress(
+            Option.getOrUndefined(request.remoteAddress),
+            request.headers["x-forwarded-for"],
+            config.trustProxy
+          )
+          return yield* accounts.login({ email: payload.email, password: payload.password, address })
+        }).pipe(
           Effect.tapErrorTag("RateLimited", retryAfter),
           Effect.flatMap(signedIn)
         ))
@@ -54,14 +92,21 @@ export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           // No live session: nothing to end, the cookie is cleared all the same.
-          const active = yield* Effect.option(accounts.session(request.cookies[SESSION_COOKIE]))
+          const active = yield* Effect.option(accounts.session(request.cookies[cookieName]))
           if (active._tag === "Some") {
             yield* accounts.checkCsrf(active.value, request.method, request.headers[CSRF_HEADER])
             yield* accounts.logout(active.value)
           }
           yield* clearSessionCookie
         }))
-      .handle("acceptInvite", ({ payload }) => Effect.flatMap(accounts.acceptInvite(payload), signedIn))
+      .handle("acceptInvite", ({ payload }) =>
+        Effect.gen(function*() {
+          yield* signInRequestProblem(yield* HttpServerRequest.HttpServerRequest, "Accepting an invite")
+          return yield* accounts.acceptInvite(payload)
+        }).pipe(
+          Effect.tapErrorTag("RateLimited", retryAfter),
+          Effect.flatMap(signedIn)
+        ))
   })
 )
 

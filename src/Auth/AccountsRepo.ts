@@ -1,6 +1,7 @@
 import { SqlClient, SqlError } from "@effect/sql"
 import { Effect } from "effect"
 import { Conflict } from "../Domain/Errors.js"
+import type { SignInHistory, SignInVerdict } from "./Limits.js"
 
 export type Role = "admin" | "member"
 
@@ -44,10 +45,23 @@ export interface InviteRow {
 const isUniqueViolation = (error: unknown) =>
   error instanceof SqlError.SqlError && (error.cause as { code?: string } | undefined)?.code === "23505"
 
+/** Advisory lock classes (pg_advisory_xact_lock(class, key)): one per kind of thing serialised. */
+const LOCK_SIGN_IN_EMAIL = 731_640
+const LOCK_SIGN_IN_ADDRESS = 731_641
+const LOCK_ORG_INVITES = 731_643
+
+export type Reservation =
+  | { readonly _tag: "Reserved"; readonly attemptId: string }
+  | Extract<SignInVerdict, { _tag: "Refused" }>
+
 const emailTaken = (email: string) =>
   new Conflict({ message: `A user with the email ${email} already exists; sign in instead, or use another address.` })
 
-/** SQL for users, memberships, sessions, failed sign-ins and invites. */
+/**
+ * SQL for users, memberships, sessions, sign-in attempts and invites. Emails are matched on their
+ * key, jobmon_email_key (sql/0016_sign_in_limits.sql): users.email_key and invites.email_key are
+ * generated from it, and every lookup applies it to the email it is given.
+ */
 export class AccountsRepo extends Effect.Service<AccountsRepo>()("jobmon/AccountsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -56,7 +70,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("jobmon/Account
       sql<MemberRow>`
         select u.id, u.email, u.name, u.password_hash, u.created_at, m.org_id, m.role
         from users u join memberships m on m.user_id = u.id
-        where lower(u.email) = lower(${email})
+        where u.email_key = jobmon_email_key(${email})
         order by m.created_at, m.org_id
         limit 1`.pipe(Effect.map((rows) => rows[0]), Effect.orDie, Effect.withSpan("AccountsRepo.findMemberByEmail"))
 
@@ -79,7 +93,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("jobmon/Account
       )
 
     const emailExists = (email: string) =>
-      sql<{ id: string }>`select id from users where lower(email) = lower(${email})`.pipe(
+      sql<{ id: string }>`select id from users where email_key = jobmon_email_key(${email})`.pipe(
         Effect.map((rows) => rows.length > 0),
         Effect.orDie
       )
@@ -130,25 +144,119 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("jobmon/Account
         Effect.orDie
       )
 
-    /** Failed sign-ins for this email since `since`: how many, and the oldest. */
-    const recentFailures = (email: string, since: Date) =>
-      sql<{ n: number; oldest: Date | null }>`
-        select count(*)::int as n, min(failed_at) as oldest
-        from sign_in_failures where email = ${email.toLowerCase()} and failed_at > ${since}`.pipe(
-        Effect.map((rows) => ({ count: rows[0]?.n ?? 0, oldest: rows[0]?.oldest ?? null })),
-        Effect.orDie
-      )
+    /**
+     * The sign-in limits' check and record, as one step that holds under concurrency and across
+     * instances: under advisory locks on the email's key and on the address (always taken in that
+     * order), the recent attempts are counted, `judge` decides, and an allowed attempt is recorded
+     * before its password is checked. The row stays as a failure unless signInSucceeded or
+     * releaseAttempt removes it.
+     */
+    const reserveSignIn = (input: {
+      email: string
+      address: string
+      at: Date
+      since: Date
+      knownSince: Date
+      judge: (history: SignInHistory) => SignInVerdict
+    }) =>
+      sql.withTransaction(
+        Effect.gen(function*() {
+          yield* sql`select pg_advisory_xact_lock(${LOCK_SIGN_IN_EMAIL}, hashtext(jobmon_email_key(${input.email})))`
+          yield* sql`select pg_advisory_xact_lock(${LOCK_SIGN_IN_ADDRESS}, hashtext(${input.address}))`
+          const [row] = yield* sql<{
+            pair_count: number
+            pair_oldest: Date | null
+            address_count: number
+            address_oldest: Date | null
+            account_count: number
+            account_latest: Date | null
+            known_address: boolean
+          }>`
+            select
+              count(a.id) filter (where a.email = k.email and a.address = ${input.address})::int as pair_count,
+              min(a.attempted_at) filter (where a.email = k.email and a.address = ${input.address}) as pair_oldest,
+              count(a.id) filter (where a.address = ${input.address})::int as address_count,
+              min(a.attempted_at) filter (where a.address = ${input.address}) as address_oldest,
+              count(a.id) filter (where a.email = k.email)::int as account_count,
+              max(a.attempted_at) filter (where a.email = k.email) as account_latest,
+              exists (select 1 from sign_in_known n
+                      where n.email = k.email and n.address = ${input.address} and n.signed_in_at > ${input.knownSince}) as known_address
+            from (select jobmon_email_key(${input.email}) as email) k
+              left join sign_in_attempts a
+                on (a.email = k.email or a.address = ${input.address}) and a.attempted_at > ${input.since}
+            group by k.email`
+          const verdict = input.judge({
+            pairCount: row!.pair_count,
+            pairOldest: row!.pair_oldest,
+            addressCount: row!.address_count,
+            addressOldest: row!.address_oldest,
+            accountCount: row!.account_count,
+            accountLatest: row!.account_latest,
+            knownAddress: row!.known_address
+          })
+          if (verdict._tag === "Refused") return verdict as Reservation
+          const [attempt] = yield* sql<{ id: string }>`
+            insert into sign_in_attempts (email, address, attempted_at)
+            values (jobmon_email_key(${input.email}), ${input.address}, ${input.at})
+            returning id::text as id`
+          // Rows past the window count for nothing; those another request is purging are skipped.
+          yield* sql`
+            delete from sign_in_attempts where id in (
+              select id from sign_in_attempts where attempted_at <= ${input.since}
+              order by attempted_at limit 500 for update skip locked)`
+          return { _tag: "Reserved", attemptId: attempt!.id } as Reservation
+        })
+      ).pipe(Effect.orDie, Effect.withSpan("AccountsRepo.reserveSignIn"))
 
-    const recordFailure = (email: string, at: Date, purgeBefore: Date) =>
+    /**
+     * The attempt was right: it and this account's earlier failures from this address are
+     * forgotten, and the address becomes known to the account (for SIGN_IN_KNOWN_ADDRESS_MS).
+     */
+    const signInSucceeded = (input: { attemptId: string; email: string; address: string; at: Date; knownBefore: Date }) =>
       sql`
-        with purged as (delete from sign_in_failures where failed_at <= ${purgeBefore})
-        insert into sign_in_failures (email, failed_at) values (${email.toLowerCase()}, ${at})`.pipe(
+        with k as (select jobmon_email_key(${input.email}) as email),
+        cleared as (
+          delete from sign_in_attempts a using k
+          where a.id = ${input.attemptId}::bigint or (a.email = k.email and a.address = ${input.address})),
+        forgotten as (
+          delete from sign_in_known where (email, address) in (
+            select email, address from sign_in_known where signed_in_at <= ${input.knownBefore}
+            limit 100 for update skip locked))
+        insert into sign_in_known (email, address, signed_in_at)
+        select k.email, ${input.address}, ${input.at} from k
+        on conflict (email, address) do update set signed_in_at = excluded.signed_in_at`.pipe(
         Effect.asVoid,
-        Effect.orDie
+        Effect.orDie,
+        Effect.withSpan("AccountsRepo.signInSucceeded")
       )
 
-    const clearFailures = (email: string) =>
-      sql`delete from sign_in_failures where email = ${email.toLowerCase()}`.pipe(Effect.asVoid, Effect.orDie)
+    /** The password was never checked (the service was too busy): the attempt does not count. */
+    const releaseAttempt = (attemptId: string) =>
+      sql`delete from sign_in_attempts where id = ${attemptId}::bigint`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** A hash with the current parameters, unless the password changed meanwhile. */
+    const replacePasswordHash = (userId: string, previous: string, next: string) =>
+      sql`update users set password_hash = ${next} where id = ${userId} and password_hash = ${previous}`.pipe(
+        Effect.asVoid,
+        Effect.orDie,
+        Effect.withSpan("AccountsRepo.replacePasswordHash")
+      )
+
+    /**
+     * Serialises the creation of an organization's invites until the transaction ends, so that
+     * counting them and adding one cannot interleave with another request doing the same.
+     */
+    const lockOrgInvites = (orgId: string) =>
+      sql`select pg_advisory_xact_lock(${LOCK_ORG_INVITES}, hashtext(${orgId}::text))`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Invites neither accepted nor expired at `at`. */
+    const countPendingInvites = (orgId: string, at: Date) =>
+      sql<{ n: number }>`
+        select count(*)::int as n from invites
+        where org_id = ${orgId} and accepted_at is null and expires_at > ${at}`.pipe(
+        Effect.map((rows) => rows[0]?.n ?? 0),
+        Effect.orDie
+      )
 
     const insertInvite = (input: {
       orgId: string
@@ -197,9 +305,12 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("jobmon/Account
       touchSession,
       deleteSession,
       purgeSessions,
-      recentFailures,
-      recordFailure,
-      clearFailures,
+      reserveSignIn,
+      signInSucceeded,
+      releaseAttempt,
+      replacePasswordHash,
+      lockOrgInvites,
+      countPendingInvites,
       insertInvite,
       findInvite,
       claimInvite,

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Conflict, Forbidden, NotFound, RateLimited, Unauthorized, ValidationError } from "../Domain/Errors.js"
+import { Conflict, Forbidden, NotFound, RateLimited, Unauthorized, UnsupportedMediaType, ValidationError } from "../Domain/Errors.js"
 import { RequiredScope } from "./Access.js"
 import { CurrentPrincipal } from "./Principal.js"
 import { Scopes } from "./Token.js"
@@ -20,7 +20,7 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("job
     session: HttpApiSecurity.annotate(
       HttpApiSecurity.apiKey({ in: "cookie", key: "jobmon_session" }),
       OpenApi.Description,
-      "The dashboard's session cookie, set by POST /api/auth/login. Requests other than GET and HEAD must also send X-CSRF-Token."
+      "The dashboard's session cookie, set by POST /api/auth/login (named __Host-jobmon_session when the service is served over https). Requests other than GET and HEAD must also send X-CSRF-Token."
     )
   }
 }) {}
@@ -61,6 +61,7 @@ export class TokensApi extends HttpApiGroup.make("tokens")
     HttpApiEndpoint.post("create", "/api/tokens")
       .setPayload(CreateTokenRequest)
       .addSuccess(CreatedToken, { status: 201 })
+      .addError(Conflict)
       .annotate(OpenApi.Summary, "Create an access token (admin); the token is shown once")
   )
   .add(
@@ -140,6 +141,8 @@ export class AuthApi extends HttpApiGroup.make("auth")
       .addSuccess(SignedInBody)
       .addError(Unauthorized)
       .addError(RateLimited)
+      .addError(Forbidden)
+      .addError(UnsupportedMediaType)
       .annotate(OpenApi.Summary, "Sign in with email and password (public); sets the jobmon_session cookie")
   )
   .add(
@@ -161,6 +164,8 @@ export class AuthApi extends HttpApiGroup.make("auth")
       .addError(NotFound)
       .addError(Conflict)
       .addError(ValidationError)
+      .addError(Forbidden)
+      .addError(UnsupportedMediaType)
       .annotate(OpenApi.Summary, "Accept an invite (public): creates the user in the inviter's organization and signs in")
   )
   .annotate(OpenApi.Title, "Sign-in")

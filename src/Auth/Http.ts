@@ -5,7 +5,7 @@ import { AppConfig } from "../Config.js"
 import { Forbidden, notFound, RateLimited, Unauthorized, ValidationError } from "../Domain/Errors.js"
 import { RateLimiter, type RateVerdict } from "../Http/RateLimit.js"
 import { accessTable, routeKey } from "./Access.js"
-import { Accounts, CSRF_HEADER, SESSION_COOKIE } from "./Accounts.js"
+import { Accounts, CSRF_HEADER, sessionCookieName } from "./Accounts.js"
 import { Authentication } from "./Api.js"
 import type { Principal } from "./Principal.js"
 import { CurrentPrincipal } from "./Principal.js"
@@ -52,6 +52,8 @@ export const AuthenticationLive = Layer.effect(
     const tokens = yield* Tokens
     const accounts = yield* Accounts
     const config = yield* AppConfig
+    // `__Host-jobmon_session` when served over https (docs/dashboard-auth.md).
+    const cookieName = sessionCookieName(config.publicUrl)
     const limiter = new RateLimiter(config.apiRatePerSecond, config.apiBurst)
     /**
      * The API's own rate limit (decisions §11), per authenticated token or session: however the
@@ -73,7 +75,7 @@ export const AuthenticationLive = Layer.effect(
       const request = yield* HttpServerRequest.HttpServerRequest
       const need = needOfRoute(yield* HttpRouter.RouteContext)
       const authorization = request.headers["authorization"]
-      const cookie = request.cookies[SESSION_COOKIE]
+      const cookie = request.cookies[cookieName]
       if (authorization !== undefined || cookie === undefined || need === "ping") {
         if (authorization === undefined && cookie !== undefined) {
           return yield* new Unauthorized({

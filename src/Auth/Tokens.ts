@@ -1,6 +1,8 @@
-import { Clock, Effect, Runtime } from "effect"
-import { Unauthorized } from "../Domain/Errors.js"
+import { Clock, Effect, Runtime, Schedule } from "effect"
+import { AppConfig } from "../Config.js"
+import { Conflict, Unauthorized, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { CONTROL_CHARACTERS } from "./Password.js"
 import type { Principal } from "./Principal.js"
 import { displayPrefix, generateToken, hashToken, type Scope } from "./Token.js"
 import { type PrincipalRow, toPrincipal, TokensRepo } from "./TokensRepo.js"
@@ -8,6 +10,10 @@ import { type PrincipalRow, toPrincipal, TokensRepo } from "./TokensRepo.js"
 /** Cached answers live this long, so a revocation made by another instance bites within a second. */
 export const TOKEN_CACHE_TTL_MS = 900
 const CACHE_LIMIT = 50_000
+/** A token's last_used_at is written at most this often (per instance), in batches, off the request. */
+export const TOKEN_USE_RECORD_EVERY_MS = 60_000
+/** How often the uses noted since the last write are written. */
+const USE_FLUSH_EVERY = "1 second"
 
 interface CacheEntry {
   readonly row: PrincipalRow | undefined
@@ -38,12 +44,39 @@ const judge = (row: PrincipalRow | undefined, now: number): CachedAuth => {
 
 export class Tokens extends Effect.Service<Tokens>()("jobmon/Tokens", {
   dependencies: [TokensRepo.Default],
-  effect: Effect.gen(function*() {
+  scoped: Effect.gen(function*() {
     const repo = yield* TokensRepo
+    const config = yield* AppConfig
     const runtime = yield* Effect.runtime<never>()
     const cache = new Map<string, CacheEntry>()
     /** Bumped by every revocation: a load that started before it must not refill the cache. */
     let generation = 0
+
+    /**
+     * last_used_at: a successful authentication notes the token here (a map look-up on the ping
+     * path); a background fiber writes the noted tokens once a second in one statement. A token is
+     * noted at most once per TOKEN_USE_RECORD_EVERY_MS, so a busy token costs a write a minute.
+     */
+    const lastNoted = new Map<string, number>()
+    let noted = new Set<string>()
+    const noteUse = (tokenId: string, now: number) => {
+      const last = lastNoted.get(tokenId)
+      if (last !== undefined && now - last < TOKEN_USE_RECORD_EVERY_MS) return
+      if (lastNoted.size >= CACHE_LIMIT) lastNoted.clear()
+      lastNoted.set(tokenId, now)
+      noted.add(tokenId)
+    }
+    const writeUses = Effect.gen(function*() {
+      if (noted.size === 0) return
+      const ids = [...noted]
+      noted = new Set()
+      const at = yield* Clock.currentTimeMillis
+      yield* repo.touch(ids, new Date(at))
+    }).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("could not record when tokens were last used", cause))
+    )
+    yield* Effect.forkScoped(Effect.repeat(writeUses, Schedule.spaced(USE_FLUSH_EVERY)))
+    yield* Effect.addFinalizer(() => writeUses)
 
     const fetch = (raw: string) =>
       Effect.gen(function*() {
@@ -75,6 +108,7 @@ export class Tokens extends Effect.Service<Tokens>()("jobmon/Tokens", {
       }
       const row = entry.row
       if (row !== undefined && row.expires_at !== null && row.expires_at.getTime() <= now) return judge(row, now)
+      if (entry.verdict._tag === "Hit") noteUse(entry.verdict.principal.tokenId, now)
       return entry.verdict
     }
 
@@ -84,14 +118,18 @@ export class Tokens extends Effect.Service<Tokens>()("jobmon/Tokens", {
         if (raw === undefined) return yield* new Unauthorized({ message: missing })
         const now = yield* Clock.currentTimeMillis
         let verdict = fromCache(raw, now)
-        if (verdict._tag === "Miss") verdict = yield* fetch(raw)
+        if (verdict._tag === "Miss") verdict = yield* load(raw)
         if (verdict._tag === "Denied") return yield* new Unauthorized({ message: verdict.message })
         if (verdict._tag === "Miss") return yield* Effect.dieMessage("token cache answered Miss after a load")
         return verdict.principal
       })
 
-    /** Fills the cache after a Miss on the hot path. */
-    const load = fetch
+    /** Fills the cache after a Miss (the ping path's and authenticate's); a use of the token. */
+    const load = (raw: string) =>
+      Effect.tap(fetch(raw), (verdict) =>
+        verdict._tag === "Hit"
+          ? Effect.map(Clock.currentTimeMillis, (now) => noteUse(verdict.principal.tokenId, now))
+          : Effect.void)
 
     const create = (input: {
       readonly orgId: string
@@ -103,16 +141,32 @@ export class Tokens extends Effect.Service<Tokens>()("jobmon/Tokens", {
       readonly token?: string | undefined
     }) =>
       Effect.gen(function*() {
+        if (CONTROL_CHARACTERS.test(input.name)) {
+          return yield* new ValidationError({ path: "name", message: "name must not contain control characters (such as NUL)." })
+        }
         const token = input.token ?? generateToken()
-        const row = yield* repo.insert({
-          orgId: input.orgId,
-          userId: input.userId,
-          name: input.name,
-          scope: input.scope,
-          hash: hashToken(token),
-          prefix: displayPrefix(token),
-          expiresAt: input.expiresAt
-        })
+        const at = new Date(yield* Clock.currentTimeMillis)
+        const limit = config.maxActiveTokensPerOrg
+        const row = yield* repo.sql.withTransaction(
+          Effect.gen(function*() {
+            yield* repo.lockOrgTokens(input.orgId)
+            if ((yield* repo.countActive(input.orgId, at)) >= limit) {
+              return yield* new Conflict({
+                message: `The organization already has ${limit} active tokens, the most it may have (MAX_ACTIVE_TOKENS_PER_ORG). ` +
+                  `Revoke tokens that are no longer used (DELETE /api/tokens/{tokenId}), then create this one.`
+              })
+            }
+            return yield* repo.insert({
+              orgId: input.orgId,
+              userId: input.userId,
+              name: input.name,
+              scope: input.scope,
+              hash: hashToken(token),
+              prefix: displayPrefix(token),
+              expiresAt: input.expiresAt
+            })
+          })
+        ).pipe(Effect.catchTag("SqlError", Effect.die))
         return { row, token }
       })
 

@@ -35,6 +35,9 @@ export const toPrincipal = (row: PrincipalRow): Principal => ({
   userEmail: row.user_email
 })
 
+/** Advisory lock class serialising the creation of one organization's tokens (quota). */
+const LOCK_ORG_TOKENS = 731_642
+
 export class TokensRepo extends Effect.Service<TokensRepo>()("jobmon/TokensRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -84,14 +87,34 @@ export class TokensRepo extends Effect.Service<TokensRepo>()("jobmon/TokensRepo"
         Effect.withSpan("TokensRepo.revoke")
       )
 
-    const touch = (tokenIds: ReadonlyArray<string>) =>
+    /** Records that these tokens were used at `at` (never moving last_used_at back). */
+    const touch = (tokenIds: ReadonlyArray<string>, at: Date) =>
       tokenIds.length === 0
         ? Effect.void
-        : sql`update api_tokens set last_used_at = now() where id in ${sql.in(tokenIds)}`.pipe(
+        : sql`
+          update api_tokens set last_used_at = ${at}
+          where id in ${sql.in(tokenIds)} and (last_used_at is null or last_used_at < ${at})`.pipe(
           Effect.asVoid,
-          Effect.orDie
+          Effect.orDie,
+          Effect.withSpan("TokensRepo.touch")
         )
 
-    return { findByHash, insert, list, revoke, touch } as const
+    /**
+     * Serialises the creation of an organization's tokens until the transaction ends, so that
+     * counting them and adding one cannot interleave with another request doing the same.
+     */
+    const lockOrgTokens = (orgId: string) =>
+      sql`select pg_advisory_xact_lock(${LOCK_ORG_TOKENS}, hashtext(${orgId}::text))`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Tokens of the organization neither revoked nor expired at `at`. */
+    const countActive = (orgId: string, at: Date) =>
+      sql<{ n: number }>`
+        select count(*)::int as n from api_tokens
+        where org_id = ${orgId} and revoked_at is null and (expires_at is null or expires_at > ${at})`.pipe(
+        Effect.map((rows) => rows[0]?.n ?? 0),
+        Effect.orDie
+      )
+
+    return { sql, findByHash, insert, list, revoke, touch, lockOrgTokens, countActive } as const
   })
 }) {}

@@ -50,7 +50,7 @@ const flags = (args: ReadonlyArray<string>) => {
 }
 
 // A command run beside `npm start` uses the service's embedded PostgreSQL and leaves it running.
-const DbOnly = makeDatabaseLive({ whenOwned: "attach" }).pipe(Layer.provide(AppConfigLive))
+const DbOnly = makeDatabaseLive({ whenOwned: "attach" }).pipe(Layer.provideMerge(AppConfigLive))
 
 const tokenCreate = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -75,7 +75,7 @@ const tokenCreate = (args: ReadonlyArray<string>) =>
       name,
       scope: scope as Scope,
       expiresAt
-    })
+    }).pipe(Effect.catchAll((error) => Effect.die(new CliError(error.message))))
     yield* Console.log(token)
   }).pipe(Effect.provide(Tokens.Default), Effect.provide(DbOnly))
 

@@ -61,3 +61,9 @@ export const notFound = (what: string, id: string) => new NotFound({ message: `$
 
 /** The largest request body the service reads (decisions §4, §15). */
 export const MAX_BODY_BYTES = 2 * 1024 * 1024
+
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
+  "UnsupportedMediaType",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 415 })
+) {}

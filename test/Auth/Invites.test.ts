@@ -119,4 +119,40 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("invites an
       const theirs = yield* call("GET", "/api/users", { token: null, headers: { cookie: session.cookie } })
       expect(theirs.body.users.map((u: any) => u.email).sort()).toEqual(["acme@example.test", "wile@acme.example"])
     }))
+
+  it.effect("an organization has at most 50 pending invites: the next is 409 until one is accepted or expires", () =>
+    Effect.gen(function*() {
+      const org = yield* createOrganization("invite-quota")
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`
+        insert into invites (org_id, email, token_hash, created_at, expires_at, accepted_at)
+        select ${org.orgId}, 'pending' || i || '@example.com', sha256(convert_to('invite-' || i, 'UTF8')), now(),
+               now() + case when i = 0 then interval '-1 day' else interval '7 days' end,
+               case when i = 1 then now() end
+        from generate_series(0, 51) i`
+      const refused = yield* call("POST", "/api/auth/invites", { token: org.token, body: { email: "one.more@example.com" } })
+      expect(refused.status).toBe(409)
+      expect(refused.body._tag).toBe("Conflict")
+      expect(refused.body.message).toMatch(/already has 50 pending invites/)
+      yield* sql`update invites set expires_at = now() - interval '1 second' where org_id = ${org.orgId} and email = 'pending2@example.com'`
+      expect((yield* call("POST", "/api/auth/invites", { token: org.token, body: { email: "one.more@example.com" } })).status).toBe(201)
+    }))
+
+  it.effect("a NUL in an invite's email or name, or in the name given on acceptance, is a 400 that names the field", () =>
+    Effect.gen(function*() {
+      const badEmail = yield* call("POST", "/api/auth/invites", { body: { email: "nul\u0000@example.com" } })
+      expect(badEmail.status).toBe(400)
+      expect(badEmail.body).toMatchObject({ _tag: "ValidationError", path: "email" })
+      const badName = yield* call("POST", "/api/auth/invites", { body: { email: "nul.name@example.com", name: "N\u0000" } })
+      expect(badName.status).toBe(400)
+      expect(badName.body).toMatchObject({ _tag: "ValidationError", path: "name" })
+      const invite = yield* call("POST", "/api/auth/invites", { body: { email: "nul.accept@example.com" } })
+      expect(invite.status).toBe(201)
+      const accept = yield* call("POST", "/api/auth/invites/accept", {
+        token: null,
+        body: { token: invite.body.token, name: "Nul\u0000", password: PASSWORD }
+      })
+      expect(accept.status).toBe(400)
+      expect(accept.body).toMatchObject({ _tag: "ValidationError", path: "name" })
+    }))
 })

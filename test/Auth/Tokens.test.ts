@@ -1,7 +1,20 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { call, createOrganization, createToken, TestServer, validMonitor } from "../support/fixture.js"
+import { call, createMonitor, createOrganization, createToken, sendPing, TestServer, validMonitor } from "../support/fixture.js"
+
+/** GET /api/tokens until the token shows a lastUsedAt (it is written in the background, within a second or two). */
+const lastUsedAt = (tokenId: string, until: (value: string | null) => boolean) =>
+  Effect.gen(function*() {
+    let value: string | null = null
+    for (let i = 0; i < 50; i++) {
+      const list = yield* call("GET", "/api/tokens")
+      value = list.body.tokens.find((t: any) => t.id === tokenId)?.lastUsedAt ?? null
+      if (until(value)) return value
+      yield* Effect.sleep("100 millis")
+    }
+    return value
+  })
 
 layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("tokens and scopes", (it) => {
   it.effect("the bootstrap admin token works and the health check is public", () =>
@@ -128,5 +141,58 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("tokens and
       const tokens = yield* call("GET", "/api/tokens")
       const victim = tokens.body.tokens[0].id
       expect((yield* call("DELETE", `/api/tokens/${victim}`, { token: other.token })).status).toBe(404)
+    }))
+
+  it.effect("lastUsedAt is recorded for a token used on the API and on the ping intake, at most once a minute", () =>
+    Effect.gen(function*() {
+      const read = yield* createToken("read")
+      const ping = yield* createToken("ping")
+      const listed = yield* call("GET", "/api/tokens")
+      expect(listed.body.tokens.find((t: any) => t.id === read.id).lastUsedAt).toBeNull()
+
+      expect((yield* call("GET", "/api/monitors", { token: read.token })).status).toBe(200)
+      const first = yield* lastUsedAt(read.id, (v) => v !== null)
+      expect(first).not.toBeNull()
+      expect(Math.abs(Date.parse(first!) - Date.now())).toBeLessThan(60_000)
+
+      const monitor = yield* createMonitor()
+      expect((yield* sendPing(monitor.id, "success", { token: ping.token, body: {} })).status).toBe(200)
+      expect(yield* lastUsedAt(ping.id, (v) => v !== null)).not.toBeNull()
+
+      // Used again within the minute: no new write.
+      expect((yield* call("GET", "/api/monitors", { token: read.token })).status).toBe(200)
+      yield* Effect.sleep("1500 millis")
+      expect(yield* lastUsedAt(read.id, () => true)).toBe(first)
+    }))
+
+  it.effect("an organization has at most 500 active tokens: the next is 409 until one is revoked; expired ones do not count", () =>
+    Effect.gen(function*() {
+      const org = yield* createOrganization("token-quota")
+      const sql = yield* SqlClient.SqlClient
+      // With the organization's own admin token, 499 active tokens and one expired one.
+      yield* sql`
+        insert into api_tokens (org_id, name, scope, token_hash, token_prefix, expires_at)
+        select ${org.orgId}, 'fleet ' || i, 'ping', sha256(convert_to('quota-' || i, 'UTF8')), 'jmt_quota',
+               case when i = 0 then now() - interval '1 day' end
+        from generate_series(0, 499) i`
+      const refused = yield* call("POST", "/api/tokens", { token: org.token, body: { name: "one too many", scope: "ping" } })
+      expect(refused.status).toBe(409)
+      expect(refused.body._tag).toBe("Conflict")
+      expect(refused.body.message).toMatch(/already has 500 active tokens/)
+      expect(refused.body.message).toMatch(/MAX_ACTIVE_TOKENS_PER_ORG/)
+      // Another organization is not affected.
+      expect((yield* call("POST", "/api/tokens", { body: { name: "default org", scope: "ping" } })).status).toBe(201)
+
+      const [victim] = yield* sql<{ id: string }>`select id from api_tokens where org_id = ${org.orgId} and name = 'fleet 1'`
+      expect((yield* call("DELETE", `/api/tokens/${victim!.id}`, { token: org.token })).status).toBe(204)
+      const created = yield* call("POST", "/api/tokens", { token: org.token, body: { name: "now there is room", scope: "ping" } })
+      expect(created.status).toBe(201)
+    }))
+
+  it.effect("a token name with a NUL is a 400 that names the field", () =>
+    Effect.gen(function*() {
+      const response = yield* call("POST", "/api/tokens", { body: { name: "ci\u0000", scope: "read" } })
+      expect(response.status).toBe(400)
+      expect(response.body).toMatchObject({ _tag: "ValidationError", path: "name" })
     }))
 })
