@@ -22,6 +22,16 @@ export interface AppConfigShape {
   readonly runsCompressAfterDays: number
   /** Batches of pings the group-commit writer may have in flight at once (src/Pings/RunWriter.ts). */
   readonly pingWriterLanes: number
+  /**
+   * The longest a statement may run, in milliseconds (the pool's `statement_timeout`; 0 = no
+   * limit). API requests answer 503 past it; migrations, the rollup refresh, retention and the
+   * engine's start-up are exempt (src/Db/StatementTimeout.ts).
+   */
+  readonly statementTimeoutMs: number
+  /** Monitors an organization may have (deleted ones do not count); 0 = no limit. */
+  readonly maxMonitorsPerOrg: number
+  /** Maintenance windows an organization may have (deleted ones do not count); 0 = no limit. */
+  readonly maxMaintenanceWindowsPerOrg: number
 }
 
 export class AppConfig extends Context.Tag("jobmon/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -43,6 +53,12 @@ const logLevelConfig = Config.literal("debug", "info", "warn", "error", "trace",
   )
 )
 
+const nonNegative = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be a whole number, 0 or more`, validation: (n) => n >= 0 })
+  )
+
 export const appConfig: Config.Config<AppConfigShape> = Config.all({
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")).pipe(
     Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
@@ -63,7 +79,10 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   pingWriterLanes: Config.integer("PING_WRITER_LANES").pipe(
     Config.withDefault(1),
     Config.validate({ message: "PING_WRITER_LANES must be between 1 and 8", validation: (n) => n >= 1 && n <= 8 })
-  )
+  ),
+  statementTimeoutMs: nonNegative("STATEMENT_TIMEOUT_MS", 5_000),
+  maxMonitorsPerOrg: nonNegative("MAX_MONITORS_PER_ORG", 10_000),
+  maxMaintenanceWindowsPerOrg: nonNegative("MAX_MAINTENANCE_WINDOWS_PER_ORG", 1_000)
 }).pipe(
   Config.map(({ publicUrl, ...rest }) => ({
     ...rest,

@@ -57,6 +57,16 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()(
   HttpApiSchema.annotations({ status: 429 })
 ) {}
 
+/**
+ * The database did not answer in time (a statement ran past `statement_timeout`): 503, with the
+ * same `_tag` as the service's other 503s. Raised by src/Db/StatementTimeout.ts.
+ */
+export class DatabaseBusy extends Schema.TaggedError<DatabaseBusy>("DatabaseBusy")(
+  "ServiceUnavailable",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
 export const notFound = (what: string, id: string) => new NotFound({ message: `${what} ${id} does not exist` })
 
 /** The largest request body the service reads (decisions §4, §15). */

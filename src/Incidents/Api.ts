@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Conflict, DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
 import { IntFromQuery } from "../Monitors/Api.js"
 
 export const IncidentTypeSchema = Schema.Literal("MISSED", "LATE", "FAIL", "ANOMALY")
@@ -119,6 +119,7 @@ export class IncidentsApi extends HttpApiGroup.make("incidents")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "Add a note to an incident (any status)")
   )
+  .addError(DatabaseBusy)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Incidents")
 {}

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Conflict, DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
 import { IntFromQuery } from "../Monitors/Api.js"
 
 /** Maintenance windows (interface spec "Maintenance window", decisions §8; docs/maintenance.md). */
@@ -218,6 +218,7 @@ export class MaintenanceApi extends HttpApiGroup.make("maintenance")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "The next periods of a window, in UTC")
   )
+  .addError(DatabaseBusy)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Maintenance windows")
 {}

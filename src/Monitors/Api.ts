@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { NotFound, ValidationError } from "../Domain/Errors.js"
+import { DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
 
 export const ScheduleType = Schema.Literal("cron", "interval")
 
@@ -177,6 +177,7 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "The next expected times of a schedule, in its zone")
   )
+  .addError(DatabaseBusy)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Monitors")
 {}

@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { CurrentPrincipal } from "../Auth/Principal.js"
 import { ValidationError } from "../Domain/Errors.js"
+import { unavailableOnStatementTimeout as bounded } from "../Db/StatementTimeout.js"
 import { Api } from "../Http/Api.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { Intake } from "./Intake.js"
@@ -87,7 +88,7 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const monitors = yield* Monitors
     const sql = yield* SqlClient.SqlClient
     return handlers.handle("list", ({ path, urlParams }) =>
-      Effect.gen(function*() {
+      bounded(Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
         const monitor = yield* monitors.find(principal.orgId, path.monitorId)
         const from = yield* timeParam("from", urlParams.from)
@@ -113,6 +114,6 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
           runs: page.map(toRun),
           nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.started_at, last.id) : null
         }
-      }))
+      })))
   })
 )
