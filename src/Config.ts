@@ -53,10 +53,11 @@ const logLevelConfig = Config.literal("debug", "info", "warn", "error", "trace",
   )
 )
 
-const nonNegative = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be a whole number, 0 or more`, validation: (n) => n >= 0 })
+/** A whole number of 0 or more, with a default (0 meaning "no limit" where the setting says so). */
+const nonNegative = (fallback: number) => (config: Config.Config<number>) =>
+  config.pipe(
+    Config.validate({ message: "must be a whole number, 0 or more", validation: (n) => n >= 0 }),
+    Config.withDefault(fallback)
   )
 
 export const appConfig: Config.Config<AppConfigShape> = Config.all({
@@ -80,9 +81,9 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
     Config.withDefault(1),
     Config.validate({ message: "PING_WRITER_LANES must be between 1 and 8", validation: (n) => n >= 1 && n <= 8 })
   ),
-  statementTimeoutMs: nonNegative("STATEMENT_TIMEOUT_MS", 5_000),
-  maxMonitorsPerOrg: nonNegative("MAX_MONITORS_PER_ORG", 10_000),
-  maxMaintenanceWindowsPerOrg: nonNegative("MAX_MAINTENANCE_WINDOWS_PER_ORG", 1_000)
+  statementTimeoutMs: Config.integer("STATEMENT_TIMEOUT_MS").pipe(nonNegative(5_000)),
+  maxMonitorsPerOrg: Config.integer("MAX_MONITORS_PER_ORG").pipe(nonNegative(10_000)),
+  maxMaintenanceWindowsPerOrg: Config.integer("MAX_MAINTENANCE_WINDOWS_PER_ORG").pipe(nonNegative(1_000))
 }).pipe(
   Config.map(({ publicUrl, ...rest }) => ({
     ...rest,

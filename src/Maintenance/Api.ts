@@ -151,6 +151,7 @@ export class MaintenanceApi extends HttpApiGroup.make("maintenance")
       .setPayload(CreateWindowRequest)
       .addSuccess(MaintenanceWindow, { status: 201 })
       .addError(ValidationError)
+      .addError(Conflict)
       .annotate(OpenApi.Summary, "Create a maintenance window: one-time (start, end) or recurring (rrule, duration)")
   )
   .add(

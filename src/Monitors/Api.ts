@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Conflict, DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
 
 export const ScheduleType = Schema.Literal("cron", "interval")
 
@@ -128,7 +128,8 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
       .setPayload(CreateMonitorRequest)
       .addSuccess(Monitor, { status: 201 })
       .addError(ValidationError)
-      .annotate(OpenApi.Summary, "Create a monitor")
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Create a monitor (409 when the organization has MAX_MONITORS_PER_ORG already)")
   )
   .add(
     HttpApiEndpoint.get("list", "/api/monitors")
