@@ -70,8 +70,11 @@ export const unavailableOnStatementTimeout = <A, E, R>(effect: Effect.Effect<A, 
     isStatementTimeout(defect)
       ? Option.some(
         Effect.zipRight(
-          HttpApp.appendPreResponseHandler((_request, response) =>
-            Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(RETRY_AFTER_SECONDS)))
+          Effect.zipRight(
+            Effect.logWarning("a request's SQL statement ran past STATEMENT_TIMEOUT_MS and was cancelled; answered 503"),
+            HttpApp.appendPreResponseHandler((_request, response) =>
+              Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(RETRY_AFTER_SECONDS)))
+            )
           ),
           Effect.fail(new DatabaseBusy({ message: statementTimeoutMessage }))
         )

@@ -15,8 +15,8 @@ export const NUL_MESSAGE = "must not contain the NUL character (\\u0000)"
  * Put it first in a field's pipe, so that the 400 names the field and says why, whatever the other
  * checks would say: `tags.0: must not contain the NUL character (\u0000)`.
  */
-export const noNul = <S extends Schema.Schema.Any>(self: S) =>
-  self.pipe(Schema.filter((value: unknown) => typeof value !== "string" || !hasNul(value) || NUL_MESSAGE))
+export const noNul = <A extends string, I, R>(self: Schema.Schema<A, I, R>) =>
+  self.pipe(Schema.filter((value) => !hasNul(value) || NUL_MESSAGE, { jsonSchema: {} }))
 
 /** A string that can be stored: Schema.String without NUL characters. */
 export const StoredString = noNul(Schema.String)

@@ -4,6 +4,7 @@ import { AppConfig } from "../Config.js"
 import { withoutStatementTimeoutOn } from "../Db/StatementTimeout.js"
 import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { excerpt } from "../Domain/Text.js"
 import { MaintenanceCheck } from "../Engine/Engine.js"
 import type { IncidentType } from "../Engine/Model.js"
 import { Events } from "../Events/Events.js"
@@ -127,7 +128,7 @@ const factsOf = (row: WindowRow): WindowFacts => ({
 })
 
 const invalid = (error: FieldError) => new ValidationError({ path: error.path, message: error.message })
-const windowNotFound = (id: string) => new NotFound({ message: `Maintenance window ${id} does not exist` })
+const windowNotFound = (id: string) => new NotFound({ message: `Maintenance window ${excerpt(id)} does not exist` })
 
 /** How long the scheduler sleeps at most, and after a failed pass. */
 const MAX_SLEEP_MS = 3_600_000
@@ -452,7 +453,7 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
           if (!known.has(ids[i]!.toLowerCase())) {
             return yield* new ValidationError({
               path: `monitorIds.${i}`,
-              message: `monitorIds.${i}: monitor ${ids[i]} does not exist in this organization.`
+              message: `monitorIds.${i}: monitor ${excerpt(ids[i]!)} does not exist in this organization.`
             })
           }
         }
@@ -648,7 +649,7 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
         const day = (value: string, path: "from" | "to") => {
           const t = parseDay(value)
           return t === undefined
-            ? Effect.fail(new ValidationError({ path, message: `${path} must be a date of the form YYYY-MM-DD (got '${value}').` }))
+            ? Effect.fail(new ValidationError({ path, message: `${path} must be a date of the form YYYY-MM-DD (got '${excerpt(value)}').` }))
             : Effect.succeed(t)
         }
         const to = params.to === undefined ? Math.floor(now / DAY_MS) * DAY_MS : yield* day(params.to, "to")

@@ -3,6 +3,7 @@ import { Clock, Effect, Either } from "effect"
 import { AppConfig } from "../Config.js"
 import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { excerpt } from "../Domain/Text.js"
 import { Engine } from "../Engine/Engine.js"
 import { Events } from "../Events/Events.js"
 import { changedMonitorFields, monitorCreated, monitorDeleted, monitorUpdated } from "../Events/Payloads.js"
@@ -59,7 +60,7 @@ export const checkSchedule = (input: ScheduleInput, path = "schedule") =>
     onRight: (schedule) => Effect.succeed(schedule)
   })
 
-const monitorNotFound = (id: string) => new NotFound({ message: `Monitor ${id} does not exist` })
+const monitorNotFound = (id: string) => new NotFound({ message: `Monitor ${excerpt(id)} does not exist` })
 
 export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
   dependencies: [MonitorsRepo.Default, MonitorCache.Default, Events.Default, Engine.Default],
