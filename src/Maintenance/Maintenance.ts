@@ -4,6 +4,7 @@ import { AppConfig } from "../Config.js"
 import { withoutStatementTimeoutOn } from "../Db/StatementTimeout.js"
 import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { INSTANT_RANGE_TEXT } from "../Domain/Instant.js"
 import { excerpt } from "../Domain/Text.js"
 import { MaintenanceCheck } from "../Engine/Engine.js"
 import type { IncidentType } from "../Engine/Model.js"
@@ -649,7 +650,7 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
         const day = (value: string, path: "from" | "to") => {
           const t = parseDay(value)
           return t === undefined
-            ? Effect.fail(new ValidationError({ path, message: `${path} must be a date of the form YYYY-MM-DD (got '${excerpt(value)}').` }))
+            ? Effect.fail(new ValidationError({ path, message: `${path} must be a date of the form YYYY-MM-DD ${INSTANT_RANGE_TEXT} (got '${excerpt(value)}').` }))
             : Effect.succeed(t)
         }
         const to = params.to === undefined ? Math.floor(now / DAY_MS) * DAY_MS : yield* day(params.to, "to")

@@ -194,9 +194,11 @@ export const parseDay = (value: string): number | undefined => {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value)
   if (m === null) return undefined
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])]
-  const t = Date.UTC(y, mo - 1, d)
-  const check = new Date(t)
-  return check.getUTCFullYear() === y && check.getUTCMonth() === mo - 1 && check.getUTCDate() === d ? t : undefined
+  // setUTCFullYear: Date.UTC reads the years 0–99 as 1900–1999.
+  const check = new Date(Date.UTC(2000, mo - 1, d))
+  check.setUTCFullYear(y)
+  const t = check.getTime()
+  return y >= 1 && check.getUTCFullYear() === y && check.getUTCMonth() === mo - 1 && check.getUTCDate() === d ? t : undefined
 }
 
 export const DAY_MS = 86_400_000

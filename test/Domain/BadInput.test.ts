@@ -72,6 +72,10 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("bad input"
       const monitor = yield* createMonitor()
       expect400(yield* call("GET", "/api/maintenance-windows/history?from=0000-01-01"), "from")
       expect400(yield* call("GET", "/api/maintenance-windows/history?to=10000-01-01"), "to")
+      // The first and last days of the range are dates like any other (years below 100 included).
+      for (const query of ["to=0001-01-01", "from=0001-01-01&to=0099-12-31", "from=9999-12-31&to=9999-12-31"]) {
+        expect((yield* call("GET", `/api/maintenance-windows/history?${query}`)).status).toBe(200)
+      }
       const created = yield* call("POST", "/api/maintenance-windows", {
         body: { name: "w", monitorIds: [monitor.id], start: "2031-01-01T00:00:00Z", end: "2031-01-01T01:00:00Z" }
       })
