@@ -37,6 +37,16 @@ export interface AppConfigShape {
   readonly maxActiveTokensPerOrg: number
   /** Invites neither accepted nor expired an organization may have. */
   readonly maxPendingInvitesPerOrg: number
+  /**
+   * The longest a statement may run, in milliseconds (the pool's `statement_timeout`; 0 = no
+   * limit). API requests answer 503 past it; migrations, the rollup refresh, retention and the
+   * engine's start-up are exempt (src/Db/StatementTimeout.ts).
+   */
+  readonly statementTimeoutMs: number
+  /** Monitors an organization may have (deleted ones do not count); 0 = no limit. */
+  readonly maxMonitorsPerOrg: number
+  /** Maintenance windows an organization may have (deleted ones do not count); 0 = no limit. */
+  readonly maxMaintenanceWindowsPerOrg: number
 }
 
 export class AppConfig extends Context.Tag("jobmon/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -57,6 +67,13 @@ const logLevelConfig = Config.literal("debug", "info", "warn", "error", "trace",
       : LogLevel.Info
   )
 )
+
+/** A whole number of 0 or more, with a default (0 meaning "no limit" where the setting says so). */
+const nonNegative = (fallback: number) => (config: Config.Config<number>) =>
+  config.pipe(
+    Config.validate({ message: "must be a whole number, 0 or more", validation: (n) => n >= 0 }),
+    Config.withDefault(fallback)
+  )
 
 export const appConfig: Config.Config<AppConfigShape> = Config.all({
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")).pipe(
@@ -102,7 +119,10 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   maxPendingInvitesPerOrg: Config.integer("MAX_PENDING_INVITES_PER_ORG").pipe(
     Config.withDefault(DEFAULT_MAX_PENDING_INVITES_PER_ORG),
     Config.validate({ message: "MAX_PENDING_INVITES_PER_ORG must be at least 1", validation: (n) => n >= 1 })
-  )
+  ),
+  statementTimeoutMs: Config.integer("STATEMENT_TIMEOUT_MS").pipe(nonNegative(5_000)),
+  maxMonitorsPerOrg: Config.integer("MAX_MONITORS_PER_ORG").pipe(nonNegative(10_000)),
+  maxMaintenanceWindowsPerOrg: Config.integer("MAX_MAINTENANCE_WINDOWS_PER_ORG").pipe(nonNegative(1_000))
 }).pipe(
   Config.map(({ publicUrl, ...rest }) => ({
     ...rest,

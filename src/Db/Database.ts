@@ -64,6 +64,8 @@ export const makeDatabaseLive = (
         max: 20,
         idleTimeoutMillis: 30_000,
         application_name: "jobmon",
+        // Bounds what one request can cost (src/Db/StatementTimeout.ts); long work opts out.
+        ...(config.statementTimeoutMs > 0 ? { statement_timeout: config.statementTimeoutMs } : {}),
         types
       })
       pool.on("error", () => {})

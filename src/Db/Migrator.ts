@@ -39,6 +39,10 @@ export const migrate = (pool: pg.Pool, options: MigrateOptions) =>
       Effect.promise(() => pool.connect()),
       (client) =>
         Effect.promise(async () => {
+          // A migration may build an index over millions of rows, and waits for another instance's
+          // migrations: no statement_timeout on this connection (which is closed afterwards, not
+          // returned to the pool with that setting).
+          await client.query("set statement_timeout = 0")
           await client.query("select pg_advisory_lock($1)", [LOCK_KEY])
           try {
             await client.query(`create table if not exists schema_migrations (
@@ -72,7 +76,7 @@ export const migrate = (pool: pg.Pool, options: MigrateOptions) =>
             await client.query("select pg_advisory_unlock($1)", [LOCK_KEY]).catch(() => undefined)
           }
         }),
-      (client) => Effect.sync(() => client.release())
+      (client) => Effect.sync(() => client.release(true))
     )
     if (applied.length > 0) yield* Effect.logInfo(`applied migrations: ${applied.join(", ")}`)
     return applied

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../Config.js"
 import { Database } from "./Database.js"
+import { withoutStatementTimeoutOn } from "./StatementTimeout.js"
 
 /**
  * Storage policies for `runs`, from the configuration (RUNS_RETENTION_DAYS, RUNS_COMPRESS_AFTER_DAYS).
@@ -55,6 +56,8 @@ export const applyTimescalePolicies = Effect.gen(function*() {
 
   yield* sql.withTransaction(
     Effect.gen(function*() {
+      // Background work (altering a hypertable's compression waits for its locks): no statement timeout.
+      yield* sql`set local statement_timeout = 0`
       yield* sql`select pg_advisory_xact_lock(${LOCK_KEY})`
       yield* retentionOn(RUNS)
       const [cagg] = yield* sql<{ exists: boolean }>`select to_regclass(${ROLLUP_CAGG}) is not null as exists`
@@ -93,17 +96,20 @@ export const purgeOldRuns = Effect.gen(function*() {
   if (config.runsRetentionDays <= 0) return 0
   const now = yield* Clock.currentTimeMillis
   const cutoff = new Date(now - config.runsRetentionDays * 86_400_000)
-  if (mode === "timescaledb-apache") {
-    yield* sql`select drop_chunks(${RUNS}::regclass, older_than => ${cutoff}::timestamptz)`
-  }
-  const deleted = yield* sql`delete from public.runs where started_at < ${cutoff}`.raw.pipe(
-    Effect.map((result) => (result as { rowCount?: number }).rowCount ?? 0)
-  )
-  const [table] = yield* sql<{ exists: boolean }>`select to_regclass('public.run_duration_hourly_data') is not null as exists`
-  if (table!.exists) {
-    yield* sql`delete from public.run_duration_hourly_data where bucket + interval '1 hour' <= ${cutoff}`
-  }
-  return deleted
+  // A purge may delete millions of rows: one transaction without the statement timeout.
+  return yield* withoutStatementTimeoutOn(sql)(Effect.gen(function*() {
+    if (mode === "timescaledb-apache") {
+      yield* sql`select drop_chunks(${RUNS}::regclass, older_than => ${cutoff}::timestamptz)`
+    }
+    const deleted = yield* sql`delete from public.runs where started_at < ${cutoff}`.raw.pipe(
+      Effect.map((result) => (result as { rowCount?: number }).rowCount ?? 0)
+    )
+    const [table] = yield* sql<{ exists: boolean }>`select to_regclass('public.run_duration_hourly_data') is not null as exists`
+    if (table!.exists) {
+      yield* sql`delete from public.run_duration_hourly_data where bucket + interval '1 hour' <= ${cutoff}`
+    }
+    return deleted
+  }))
 }).pipe(Effect.orDie, Effect.withSpan("Policies.purgeOldRuns"))
 
 /** Applies the policies once at start-up; without TimescaleDB policies, purges hourly in the background. */

@@ -1,5 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { excerpt } from "./Text.js"
 
 /**
  * The service's API errors (decisions §1). Every error body has `_tag` (a stable machine name)
@@ -57,7 +58,17 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()(
   HttpApiSchema.annotations({ status: 429 })
 ) {}
 
-export const notFound = (what: string, id: string) => new NotFound({ message: `${what} ${id} does not exist` })
+/**
+ * The database did not answer in time (a statement ran past `statement_timeout`): 503, with the
+ * same `_tag` as the service's other 503s. Raised by src/Db/StatementTimeout.ts.
+ */
+export class DatabaseBusy extends Schema.TaggedError<DatabaseBusy>()(
+  "ServiceUnavailable",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+export const notFound = (what: string, id: string) => new NotFound({ message: `${what} ${excerpt(id)} does not exist` })
 
 /** The largest request body the service reads (decisions §4, §15). */
 export const MAX_BODY_BYTES = 2 * 1024 * 1024

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { type Cause, Clock, Context, Effect, Layer, Option, Queue, Runtime, Schedule } from "effect"
+import { withoutStatementTimeoutOn } from "../Db/StatementTimeout.js"
 import { Incidents } from "../Incidents/Incidents.js"
 import { IncidentRelay } from "../Incidents/Listener.js"
 import { scheduleOf } from "../Monitors/StoredSchedule.js"
@@ -419,8 +420,8 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       yield* scoreMonitors(ids)
     })
 
-    const scoreMonitors = (ids: ReadonlyArray<string>) => Effect.gen(function*() {
-      if (ids.length === 0) return
+    // Background work over up to 30 days of runs: not bound by the API's statement timeout.
+    const scoreMonitors = (ids: ReadonlyArray<string>) => ids.length === 0 ? Effect.void : Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const from = new Date(now - HEALTH_WINDOW_MS)
       const counts = yield* sql<{
@@ -473,20 +474,22 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
           from unnest(${scored}::uuid[], ${scores}::float8[]) as s(id, score)
           where m.id = s.id`
       }
-    }).pipe(Effect.orDie)
+    }).pipe(withoutStatementTimeoutOn(sql), Effect.orDie)
 
     // ---- start-up: every actor from the database ----------------------------------------------
 
     const startedAt = yield* Clock.currentTimeMillis
+    // Start-up reads every monitor: not bound by the API's statement timeout.
+    const unbounded = withoutStatementTimeoutOn(sql)
     const rows = yield* sql<EngineRow>`
-      select ${sql.literal(monitorColumns)} from monitors where deleted_at is null`.pipe(Effect.orDie)
+      select ${sql.literal(monitorColumns)} from monitors where deleted_at is null`.pipe(unbounded, Effect.orDie)
     const openRuns = yield* sql<{ id: string; monitor_id: string; started_at: Date; late: boolean }>`
       select r.id, r.monitor_id, r.started_at,
              exists (select 1 from incidents i where i.run_id = r.id and i.type = 'LATE') as late
-      from runs r where r.status = 'RUNNING'`.pipe(Effect.orDie)
+      from runs r where r.status = 'RUNNING'`.pipe(unbounded, Effect.orDie)
     const activeIncidents = yield* sql<{ monitor_id: string; type: ActiveIncident["type"]; status: ActiveIncident["status"]; run_id: string | null }>`
       select monitor_id, type, status, run_id from incidents where status in ('OPEN', 'ACKNOWLEDGED')
-      order by created_at`.pipe(Effect.orDie)
+      order by created_at`.pipe(unbounded, Effect.orDie)
     const runsBy = new Map<string, Array<OpenRunState>>()
     for (const r of openRuns) {
       const list = runsBy.get(r.monitor_id) ?? []
@@ -523,7 +526,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
           where monitor_id = m.id and status = 'SUCCESS' and duration_ms is not null
           order by started_at desc limit ${DURATION_MEMORY}
         ) d
-        order by m.id, d.started_at`.pipe(Effect.orDie)
+        order by m.id, d.started_at`.pipe(unbounded, Effect.orDie)
       const byMonitor = new Map<string, Array<number>>()
       for (const d of durations) {
         const list = byMonitor.get(d.monitor_id) ?? []

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { ValidationError } from "../Domain/Errors.js"
+import { DatabaseBusy, ValidationError } from "../Domain/Errors.js"
 import { IntFromQuery } from "../Monitors/Api.js"
 import { EventTypes } from "./Events.js"
 
@@ -39,6 +39,7 @@ export class EventsApi extends HttpApiGroup.make("events")
       )
       .annotate(OpenApi.Summary, "The organization's recent domain events (what outbound webhooks deliver)")
   )
+  .addError(DatabaseBusy)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Events")
 {}

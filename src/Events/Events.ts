@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { excerpt } from "../Domain/Text.js"
 import type { Severity } from "../Engine/Model.js"
 import { type EventRow, EventsRepo } from "./EventsRepo.js"
 
@@ -112,7 +113,7 @@ export class Events extends Effect.Service<Events>()("jobmon/Events", {
         if (input.monitorId !== undefined && !isUuid(input.monitorId)) {
           return yield* new ValidationError({
             path: "monitorId",
-            message: `monitorId must be a monitor id (a UUID), not '${input.monitorId}'.`
+            message: `monitorId must be a monitor id (a UUID), not '${excerpt(input.monitorId)}'.`
           })
         }
         const rows = yield* repo.list({

@@ -79,21 +79,34 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("jobmon/EventsRepo"
           Effect.withSpan("EventsRepo.insertMany")
         )
 
-    /**
-     * ping.received events live in `ping_events` (sql/0011_ping_events.sql) with a seq of their own:
-     * they are listed when asked for by type, never mixed into the other events' stream.
-     */
-    const list = (q: EventQuery) =>
-      sql<EventRow>`
-        select ${cols} from ${q.type === "ping.received" ? sql`ping_received_events` : sql`events`}
-        where org_id = ${q.orgId}
-          ${q.after === undefined ? sql`` : sql`and seq > ${q.after}`}
-          ${q.before === undefined ? sql`` : sql`and seq < ${q.before}`}
-          ${q.type === undefined ? sql`` : sql`and type = ${q.type}`}
-          ${q.monitorId === undefined ? sql`` : sql`and monitor_ids @> array[${q.monitorId}::uuid]`}
-        order by seq ${sql.literal(q.after === undefined ? "desc" : "asc")}
-        limit ${q.limit}`.pipe(Effect.orDie, Effect.withSpan("EventsRepo.list"))
+    const list = (q: EventQuery) => listStatement(sql, q).pipe(Effect.orDie, Effect.withSpan("EventsRepo.list"))
 
     return { insertMany, list } as const
   })
 }) {}
+
+/**
+ * The statement of EventsRepo.list (exported so that a test can EXPLAIN it). ping.received events
+ * live in `ping_events` (sql/0011_ping_events.sql) with a seq of their own: they are listed when
+ * asked for by type, never mixed into the other events' stream. Every variant is an index range
+ * scan within the organization (sql/0015_event_query_indexes.sql): `(org_id, seq)`,
+ * `(org_id, type, seq)` on `events`, and `(monitor_id, seq)` for a monitor's pings.
+ */
+export const listStatement = (sql: SqlClient.SqlClient, q: EventQuery) => {
+  const pings = q.type === "ping.received"
+  return sql<EventRow>`
+    select ${sql.literal(columns)} from ${pings ? sql`ping_received_events` : sql`events`}
+    where org_id = ${q.orgId}
+      ${q.after === undefined ? sql`` : sql`and seq > ${q.after}`}
+      ${q.before === undefined ? sql`` : sql`and seq < ${q.before}`}
+      ${q.type === undefined || pings ? sql`` : sql`and type = ${q.type}`}
+      ${
+    q.monitorId === undefined
+      ? sql``
+      : pings
+      ? sql`and monitor_id = ${q.monitorId}::uuid`
+      : sql`and monitor_ids @> array[${q.monitorId}::uuid]`
+  }
+    order by seq ${sql.literal(q.after === undefined ? "desc" : "asc")}
+    limit ${q.limit}`
+}

@@ -18,6 +18,7 @@ import { AuthenticationLive, rateVerdictOf, TokensHttpLive } from "../Auth/Http.
 import { Tokens } from "../Auth/Tokens.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
+import { isStatementTimeout, RETRY_AFTER_SECONDS, statementTimeoutMessage } from "../Db/StatementTimeout.js"
 import { MAX_BODY_BYTES, PayloadTooLarge, ValidationError } from "../Domain/Errors.js"
 import { jsonNestedDeeperThan, tooDeepMessage } from "../Domain/Json.js"
 import { MonitorsHttpLive } from "../Monitors/Http.js"
@@ -205,6 +206,14 @@ const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerRespon
         const request = yield* HttpServerRequest.HttpServerRequest
         // An interrupted request (the client went away) needs no answer and is no bug.
         if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+        // A statement cancelled by STATEMENT_TIMEOUT_MS, on an endpoint that does not say so itself.
+        if ([...Cause.defects(cause), ...Cause.failures(cause)].some(isStatementTimeout)) {
+          yield* Effect.logWarning(`request ${request.method} ${request.url.split("?")[0]}: a SQL statement ran past STATEMENT_TIMEOUT_MS; answered 503`)
+          return HttpServerResponse.unsafeJson(
+            { _tag: "ServiceUnavailable", message: statementTimeoutMessage },
+            { status: 503, headers: { "retry-after": String(RETRY_AFTER_SECONDS) } }
+          )
+        }
         yield* Effect.logError(`request ${request.method} ${request.url.split("?")[0]} failed`, cause)
         return HttpServerResponse.unsafeJson(
           { _tag: "InternalError", message: "The service failed to answer this request; the failure is logged. Please report it." },
@@ -235,8 +244,8 @@ export const HttpServerLive = Layer.scoped(
     const app = (yield* HttpApiBuilder.httpApp).pipe(
       // Bodies are counted as they arrive, chunked or not: reading stops at the limit (413).
       HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
-      Effect.flatMap((response) => Effect.map(HttpServerRequest.HttpServerRequest, (request) => finalHeaders(request, response))),
-      answerDefects
+      answerDefects,
+      Effect.flatMap((response) => Effect.map(HttpServerRequest.HttpServerRequest, (request) => finalHeaders(request, response)))
     )
     // The tracer is off for requests: spans per request cost more than they tell here.
     const handler = yield* NodeHttpServer.makeHandler(app).pipe(

@@ -1,7 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Conflict, DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
+import { StoredString } from "../Domain/Text.js"
 import { IntFromQuery } from "../Monitors/Api.js"
 
 export const IncidentTypeSchema = Schema.Literal("MISSED", "LATE", "FAIL", "ANOMALY")
@@ -49,7 +50,7 @@ export type Incident = typeof Incident.Type
 
 export const MAX_NOTE_LENGTH = 10_000
 
-export const NoteText = Schema.String.pipe(
+export const NoteText = StoredString.pipe(
   Schema.filter((s) => s.trim().length >= 1 || "note must not be empty"),
   Schema.filter((s) => s.length <= MAX_NOTE_LENGTH || `note must be at most ${MAX_NOTE_LENGTH} characters (it has ${s.length})`)
 )
@@ -119,6 +120,7 @@ export class IncidentsApi extends HttpApiGroup.make("incidents")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "Add a note to an incident (any status)")
   )
+  .addError(DatabaseBusy)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Incidents")
 {}

@@ -3,6 +3,8 @@ import { Clock, Effect, Option } from "effect"
 import type { Principal } from "../Auth/Principal.js"
 import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { inInstantRange } from "../Domain/Instant.js"
+import { excerpt } from "../Domain/Text.js"
 import type { IncidentStatus, IncidentType, Severity } from "../Engine/Model.js"
 import { type EventInput, Events } from "../Events/Events.js"
 import {
@@ -103,10 +105,10 @@ export const decodeCursor = (cursor: string): { createdAt: Date; id: string } | 
   const [at, id, extra] = Buffer.from(cursor, "base64url").toString("utf8").split("|")
   if (at === undefined || id === undefined || extra !== undefined || !isUuid(id)) return undefined
   const time = Date.parse(at)
-  return Number.isNaN(time) ? undefined : { createdAt: new Date(time), id }
+  return inInstantRange(time) ? { createdAt: new Date(time), id } : undefined
 }
 
-const incidentNotFound = (id: string) => new NotFound({ message: `Incident ${id} does not exist` })
+const incidentNotFound = (id: string) => new NotFound({ message: `Incident ${excerpt(id)} does not exist` })
 
 export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
   dependencies: [IncidentsRepo.Default, Events.Default],
@@ -198,7 +200,7 @@ export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
         if (input.monitorId !== undefined && !isUuid(input.monitorId)) {
           return yield* new ValidationError({
             path: "monitorId",
-            message: `monitorId must be a monitor id (a UUID), not '${input.monitorId}'.`
+            message: `monitorId must be a monitor id (a UUID), not '${excerpt(input.monitorId)}'.`
           })
         }
         const cursor = input.cursor === undefined ? undefined : decodeCursor(input.cursor)

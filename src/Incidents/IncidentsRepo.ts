@@ -172,16 +172,7 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("jobmon/Incid
           order by at, seq`.pipe(Effect.orDie, Effect.withSpan("IncidentsRepo.notesOf"))
 
     /** Newest first: (created_at, id) descending, after the cursor. */
-    const list = (f: IncidentFilter) =>
-      sql<IncidentRow>`
-        select ${cols} from incidents
-        where org_id = ${f.orgId}
-          ${f.status === undefined ? sql`` : sql`and status = ${f.status}`}
-          ${f.type === undefined ? sql`` : sql`and type = ${f.type}`}
-          ${f.monitorId === undefined ? sql`` : sql`and monitor_id = ${f.monitorId}`}
-          ${f.cursor === undefined ? sql`` : sql`and (created_at, id) < (${f.cursor.createdAt}, ${f.cursor.id}::uuid)`}
-        order by created_at desc, id desc
-        limit ${f.limit}`.pipe(Effect.orDie, Effect.withSpan("IncidentsRepo.list"))
+    const list = (f: IncidentFilter) => listStatement(sql, f).pipe(Effect.orDie, Effect.withSpan("IncidentsRepo.list"))
 
     /** The monitor as incident.opened names it (deleted monitors included: history). */
     const monitorSummary = (monitorId: string) =>
@@ -207,3 +198,19 @@ export class IncidentsRepo extends Effect.Service<IncidentsRepo>()("jobmon/Incid
     } as const
   })
 }) {}
+
+/**
+ * The statement of IncidentsRepo.list (exported so that a test can EXPLAIN it): an index range scan
+ * within the organization, `(org_id, created_at, id)` or `(org_id, status, created_at, id)`, or
+ * within the monitor, `(monitor_id, created_at, id)` (sql/0003_incidents_events.sql).
+ */
+export const listStatement = (sql: SqlClient.SqlClient, f: IncidentFilter) =>
+  sql<IncidentRow>`
+    select ${sql.literal(columns)} from incidents
+    where org_id = ${f.orgId}
+      ${f.status === undefined ? sql`` : sql`and status = ${f.status}`}
+      ${f.type === undefined ? sql`` : sql`and type = ${f.type}`}
+      ${f.monitorId === undefined ? sql`` : sql`and monitor_id = ${f.monitorId}`}
+      ${f.cursor === undefined ? sql`` : sql`and (created_at, id) < (${f.cursor.createdAt}, ${f.cursor.id}::uuid)`}
+    order by created_at desc, id desc
+    limit ${f.limit}`

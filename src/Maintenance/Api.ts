@@ -1,7 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Conflict, DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
+import { StoredString } from "../Domain/Text.js"
 import { IntFromQuery } from "../Monitors/Api.js"
 
 /** Maintenance windows (interface spec "Maintenance window", decisions §8; docs/maintenance.md). */
@@ -21,7 +22,7 @@ export const NotificationsInput = Schema.Struct({
   beforeStart: Schema.optional(Schema.NullOr(Schema.Int)),
   onStart: Schema.optional(Schema.Boolean),
   onEnd: Schema.optional(Schema.Boolean),
-  channels: Schema.optional(Schema.Array(Schema.String))
+  channels: Schema.optional(Schema.Array(StoredString))
 })
 export type NotificationsInput = typeof NotificationsInput.Type
 
@@ -47,22 +48,22 @@ export const MaintenanceWindow = Schema.Struct({
 })
 export type MaintenanceWindow = typeof MaintenanceWindow.Type
 
-const Name = Schema.String.pipe(
+const Name = StoredString.pipe(
   Schema.filter((s) => s.trim().length >= 1 || "name must not be empty"),
   Schema.filter((s) => s.length <= 200 || `name must be at most 200 characters (it has ${s.length})`)
 )
-const Reason = Schema.String.pipe(
+const Reason = StoredString.pipe(
   Schema.filter((s) => s.length <= 2000 || `reason must be at most 2000 characters (it has ${s.length})`)
 )
 
 export const CreateWindowRequest = Schema.Struct({
   name: Name,
-  monitorIds: Schema.Array(Schema.String),
-  start: Schema.optional(Schema.String.annotations({ description: "ISO 8601 with Z or an offset" })),
-  end: Schema.optional(Schema.String),
-  rrule: Schema.optional(Schema.String),
+  monitorIds: Schema.Array(StoredString),
+  start: Schema.optional(StoredString.annotations({ description: "ISO 8601 with Z or an offset" })),
+  end: Schema.optional(StoredString),
+  rrule: Schema.optional(StoredString),
   duration: Schema.optional(Schema.Int),
-  timezone: Schema.optional(Schema.String),
+  timezone: Schema.optional(StoredString),
   reason: Schema.optional(Schema.NullOr(Reason)),
   notifications: Schema.optional(Schema.NullOr(NotificationsInput))
 })
@@ -71,28 +72,28 @@ export type CreateWindowRequest = typeof CreateWindowRequest.Type
 /** Any subset of the fields; null clears end, rrule, duration (to change the kind), reason, notifications. */
 export const UpdateWindowRequest = Schema.Struct({
   name: Schema.optional(Name),
-  monitorIds: Schema.optional(Schema.Array(Schema.String)),
-  start: Schema.optional(Schema.NullOr(Schema.String)),
-  end: Schema.optional(Schema.NullOr(Schema.String)),
-  rrule: Schema.optional(Schema.NullOr(Schema.String)),
+  monitorIds: Schema.optional(Schema.Array(StoredString)),
+  start: Schema.optional(Schema.NullOr(StoredString)),
+  end: Schema.optional(Schema.NullOr(StoredString)),
+  rrule: Schema.optional(Schema.NullOr(StoredString)),
   duration: Schema.optional(Schema.NullOr(Schema.Int)),
-  timezone: Schema.optional(Schema.String),
+  timezone: Schema.optional(StoredString),
   reason: Schema.optional(Schema.NullOr(Reason)),
   notifications: Schema.optional(Schema.NullOr(NotificationsInput))
 })
 export type UpdateWindowRequest = typeof UpdateWindowRequest.Type
 
 export const PreviewWindowRequest = Schema.Struct({
-  name: Schema.optional(Schema.String),
-  monitorIds: Schema.optional(Schema.Array(Schema.String)),
-  start: Schema.optional(Schema.String),
-  end: Schema.optional(Schema.String),
-  rrule: Schema.optional(Schema.String),
+  name: Schema.optional(StoredString),
+  monitorIds: Schema.optional(Schema.Array(StoredString)),
+  start: Schema.optional(StoredString),
+  end: Schema.optional(StoredString),
+  rrule: Schema.optional(StoredString),
   duration: Schema.optional(Schema.Int),
-  timezone: Schema.optional(Schema.String),
-  reason: Schema.optional(Schema.NullOr(Schema.String)),
+  timezone: Schema.optional(StoredString),
+  reason: Schema.optional(Schema.NullOr(StoredString)),
   notifications: Schema.optional(Schema.NullOr(NotificationsInput)),
-  from: Schema.optional(Schema.String.annotations({ description: "ISO 8601 timestamp; default now" })),
+  from: Schema.optional(StoredString.annotations({ description: "ISO 8601 timestamp; default now" })),
   count: Schema.optional(Schema.Int.pipe(Schema.between(1, 100)))
 })
 export type PreviewWindowRequest = typeof PreviewWindowRequest.Type
@@ -151,6 +152,7 @@ export class MaintenanceApi extends HttpApiGroup.make("maintenance")
       .setPayload(CreateWindowRequest)
       .addSuccess(MaintenanceWindow, { status: 201 })
       .addError(ValidationError)
+      .addError(Conflict)
       .annotate(OpenApi.Summary, "Create a maintenance window: one-time (start, end) or recurring (rrule, duration)")
   )
   .add(
@@ -218,6 +220,7 @@ export class MaintenanceApi extends HttpApiGroup.make("maintenance")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "The next periods of a window, in UTC")
   )
+  .addError(DatabaseBusy)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Maintenance windows")
 {}

@@ -1,10 +1,15 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either, Layer, Queue } from "effect"
+import { AppConfig } from "../Config.js"
+import { withoutStatementTimeoutOn } from "../Db/StatementTimeout.js"
 import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { INSTANT_RANGE_TEXT } from "../Domain/Instant.js"
+import { excerpt } from "../Domain/Text.js"
 import { MaintenanceCheck } from "../Engine/Engine.js"
 import type { IncidentType } from "../Engine/Model.js"
 import { Events } from "../Events/Events.js"
+import { MAINTENANCE_QUOTA_LOCK_CLASS } from "../Monitors/MonitorsRepo.js"
 import type {
   CreateWindowRequest,
   HistoryEntry,
@@ -124,7 +129,7 @@ const factsOf = (row: WindowRow): WindowFacts => ({
 })
 
 const invalid = (error: FieldError) => new ValidationError({ path: error.path, message: error.message })
-const windowNotFound = (id: string) => new NotFound({ message: `Maintenance window ${id} does not exist` })
+const windowNotFound = (id: string) => new NotFound({ message: `Maintenance window ${excerpt(id)} does not exist` })
 
 /** How long the scheduler sleeps at most, and after a failed pass. */
 const MAX_SLEEP_MS = 3_600_000
@@ -134,6 +139,7 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
   dependencies: [Events.Default],
   scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const maxWindows = (yield* AppConfig).maxMaintenanceWindowsPerOrg
     const events = yield* Events
     const windows = new Map<string, WindowState>()
     const byMonitor = new Map<string, Set<string>>()
@@ -389,10 +395,15 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
       return { row, schedule: schedule.right, override: overrideOf(row), open: undefined, cached: undefined, upcomingFor: undefined }
     }
 
+    // Start-up reads every organization's windows: not bound by the API's statement timeout.
+    const unbounded = withoutStatementTimeoutOn(sql)
     const rows = yield* sql<WindowRow>`
-      select ${sql.literal(windowColumns)} from maintenance_windows where deleted_at is null`.pipe(Effect.orDie)
+      select ${sql.literal(windowColumns)} from maintenance_windows where deleted_at is null`.pipe(unbounded, Effect.orDie)
     const openRows = yield* sql<HistoryRow>`
-      select window_id, name, monitor_ids, started_at, ends_at from maintenance_history where ended_at is null`.pipe(Effect.orDie)
+      select window_id, name, monitor_ids, started_at, ends_at from maintenance_history where ended_at is null`.pipe(
+      unbounded,
+      Effect.orDie
+    )
     const upcoming = yield* sql<{ window_id: string; period_start: Date }>`
       select window_id, max(period_start) as period_start from maintenance_notices group by window_id`.pipe(Effect.orDie)
     for (const row of rows) {
@@ -443,7 +454,7 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
           if (!known.has(ids[i]!.toLowerCase())) {
             return yield* new ValidationError({
               path: `monitorIds.${i}`,
-              message: `monitorIds.${i}: monitor ${ids[i]} does not exist in this organization.`
+              message: `monitorIds.${i}: monitor ${excerpt(ids[i]!)} does not exist in this organization.`
             })
           }
         }
@@ -471,13 +482,28 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
         const notifications = yield* checkNotifications(input.notifications)
         const c = scheduleColumns(schedule)
         return yield* lock.withPermits(1)(Effect.gen(function*() {
-          const [row] = yield* sql<WindowRow>`
-            insert into maintenance_windows (org_id, name, monitor_ids, start_at, end_at, rrule, duration_seconds, timezone,
-              reason, notifications, created_at, updated_at)
-            values (${orgId}, ${input.name.trim()}, ${monitorIds}::uuid[], ${c.start}, ${c.end}, ${c.rrule}, ${c.duration},
-              ${schedule.timezone}, ${input.reason ?? null}, ${JSON.stringify(notifications)}::jsonb, ${new Date(now)}, ${new Date(now)})
-            returning ${sql.literal(windowColumns)}`.pipe(Effect.orDie)
-          const w: WindowState = { row: row!, schedule, override: null, open: undefined, cached: undefined, upcomingFor: undefined }
+          // The quota check and the insert are one step, also across instances (the lock is per organization).
+          const row = yield* sql.withTransaction(Effect.gen(function*() {
+            if (maxWindows > 0) {
+              yield* sql`select pg_advisory_xact_lock(${MAINTENANCE_QUOTA_LOCK_CLASS}::int4, hashtext(${orgId}))`
+              const [count] = yield* sql<{ n: number }>`
+                select count(*)::int as n from maintenance_windows where org_id = ${orgId} and deleted_at is null`
+              if (count!.n >= maxWindows) {
+                return yield* new Conflict({
+                  message: `This organization already has ${maxWindows.toLocaleString("en-US")} maintenance windows, the most it ` +
+                    `may have (the operator's MAX_MAINTENANCE_WINDOWS_PER_ORG); delete windows it no longer needs before creating more.`
+                })
+              }
+            }
+            const [row] = yield* sql<WindowRow>`
+              insert into maintenance_windows (org_id, name, monitor_ids, start_at, end_at, rrule, duration_seconds, timezone,
+                reason, notifications, created_at, updated_at)
+              values (${orgId}, ${input.name.trim()}, ${monitorIds}::uuid[], ${c.start}, ${c.end}, ${c.rrule}, ${c.duration},
+                ${schedule.timezone}, ${input.reason ?? null}, ${JSON.stringify(notifications)}::jsonb, ${new Date(now)}, ${new Date(now)})
+              returning ${sql.literal(windowColumns)}`
+            return row!
+          })).pipe(Effect.catchTag("SqlError", (e) => Effect.die(e)))
+          const w: WindowState = { row, schedule, override: null, open: undefined, cached: undefined, upcomingFor: undefined }
           windows.set(w.row.id, w)
           index(w)
           yield* reconcile(w, now).pipe(Effect.orDie)
@@ -624,7 +650,7 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
         const day = (value: string, path: "from" | "to") => {
           const t = parseDay(value)
           return t === undefined
-            ? Effect.fail(new ValidationError({ path, message: `${path} must be a date of the form YYYY-MM-DD (got '${value}').` }))
+            ? Effect.fail(new ValidationError({ path, message: `${path} must be a date of the form YYYY-MM-DD ${INSTANT_RANGE_TEXT} (got '${excerpt(value)}').` }))
             : Effect.succeed(t)
         }
         const to = params.to === undefined ? Math.floor(now / DAY_MS) * DAY_MS : yield* day(params.to, "to")

@@ -1,4 +1,6 @@
 import { Either } from "effect"
+import { INSTANT_RANGE_TEXT, inInstantRange } from "../Domain/Instant.js"
+import { excerpt } from "../Domain/Text.js"
 import { isValidTimeZone } from "../Monitors/Schedule.js"
 import type { Notifications, NotificationsInput } from "./Api.js"
 import { activePeriod, nextPeriods, parseRecurrence, type Recurrence } from "./Rrule.js"
@@ -47,12 +49,15 @@ const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\
 
 export const parseInstant = (value: string, path: string): Either.Either<number, FieldError> => {
   const parsed = ISO_INSTANT.test(value) ? Date.parse(value) : Number.NaN
-  return Number.isNaN(parsed)
-    ? Either.left({
+  if (Number.isNaN(parsed)) {
+    return Either.left({
       path,
-      message: `${path} must be an ISO 8601 timestamp with a zone, such as 2026-03-01T02:00:00Z (got '${value}').`
+      message: `${path} must be an ISO 8601 timestamp with a zone, such as 2026-03-01T02:00:00Z (got '${excerpt(value)}').`
     })
-    : Either.right(parsed)
+  }
+  return inInstantRange(parsed)
+    ? Either.right(parsed)
+    : Either.left({ path, message: `${path} must be a date ${INSTANT_RANGE_TEXT} (got '${excerpt(value)}').` })
 }
 
 const present = <A>(value: A | null | undefined): value is A => value !== undefined && value !== null
@@ -107,7 +112,10 @@ export const validateWindowSchedule = (input: ScheduleFields, now: number): Eith
     const end = yield* parseInstant(input.end, "end")
     if (end <= start) return yield* Either.left({ path: "end", message: `end (${input.end}) must be after start (${input.start}).` })
     if (!isValidTimeZone(timezone)) {
-      return yield* Either.left({ path: "timezone", message: `timezone '${timezone}' is not an IANA time zone name (e.g. Europe/London, UTC).` })
+      return yield* Either.left({
+        path: "timezone",
+        message: `timezone '${excerpt(timezone)}' is not an IANA time zone name (e.g. Europe/London, UTC).`
+      })
     }
     return { kind: "one-time" as const, start, end, timezone }
   })
@@ -162,7 +170,7 @@ export const validateNotifications = (
     if (!CHANNEL.test(channels[i]!)) {
       return Either.left({
         path: `notifications.channels.${i}`,
-        message: `notifications.channels.${i} must be chat:<chat webhook name> or webhook:<webhook id> (got '${channels[i]}').`
+        message: `notifications.channels.${i} must be chat:<chat webhook name> or webhook:<webhook id> (got '${excerpt(channels[i]!)}').`
       })
     }
   }
@@ -186,9 +194,11 @@ export const parseDay = (value: string): number | undefined => {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value)
   if (m === null) return undefined
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])]
-  const t = Date.UTC(y, mo - 1, d)
-  const check = new Date(t)
-  return check.getUTCFullYear() === y && check.getUTCMonth() === mo - 1 && check.getUTCDate() === d ? t : undefined
+  // setUTCFullYear: Date.UTC reads the years 0–99 as 1900–1999.
+  const check = new Date(Date.UTC(2000, mo - 1, d))
+  check.setUTCFullYear(y)
+  const t = check.getTime()
+  return y >= 1 && check.getUTCFullYear() === y && check.getUTCMonth() === mo - 1 && check.getUTCDate() === d ? t : undefined
 }
 
 export const DAY_MS = 86_400_000

@@ -67,6 +67,7 @@
  */
 import { Either } from "effect"
 import { RRuleTemporal } from "rrule-temporal"
+import { excerpt } from "../Domain/Text.js"
 import { isValidTimeZone } from "../Monitors/Schedule.js"
 
 // ---------------------------------------------------------------------------
@@ -189,10 +190,10 @@ const parseIntList = (
     const token = raw.trim()
     const n = parseIntToken(token, options.signed === true)
     if (n === undefined) {
-      return fail(`${key}=${value}: "${token}" is not a whole number. Give ${what} ${options.rangeText}, separated by commas.`)
+      return fail(`${key}=${excerpt(value)}: "${excerpt(token)}" is not a whole number. Give ${what} ${options.rangeText}, separated by commas.`)
     }
     if (n < min || n > max || (options.noZero === true && n === 0)) {
-      return fail(`${key}=${token} is out of range: ${what} are ${options.rangeText}.`)
+      return fail(`${key}=${excerpt(token)} is out of range: ${what} are ${options.rangeText}.`)
     }
     out.add(n)
   }
@@ -201,19 +202,19 @@ const parseIntList = (
 
 const parsePositive = (key: string, value: string, max: number, hint: string): Either.Either<number, string> => {
   const n = parseIntToken(value, false)
-  if (n === undefined || n < 1) return fail(`${key}=${value} is not valid: give a whole number from 1 to ${max}${hint}.`)
-  if (n > max) return fail(`${key}=${value} is too large: the maximum is ${max}${hint}.`)
+  if (n === undefined || n < 1) return fail(`${key}=${excerpt(value)} is not valid: give a whole number from 1 to ${max}${hint}.`)
+  if (n > max) return fail(`${key}=${excerpt(value)} is too large: the maximum is ${max}${hint}.`)
   return Either.right(n)
 }
 
 const parseUntil = (value: string): Either.Either<number, string> => {
   const example = `give a UTC date-time in the form YYYYMMDDTHHMMSSZ, e.g. UNTIL=20261231T235959Z`
-  if (/^\d{8}$/.test(value)) return fail(`UNTIL=${value} is a date without a time: ${example}.`)
+  if (/^\d{8}$/.test(value)) return fail(`UNTIL=${excerpt(value)} is a date without a time: ${example}.`)
   if (/^\d{8}T\d{6}$/i.test(value)) {
-    return fail(`UNTIL=${value} has no "Z": UNTIL is always in UTC; ${example}.`)
+    return fail(`UNTIL=${excerpt(value)} has no "Z": UNTIL is always in UTC; ${example}.`)
   }
   const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/i.exec(value)
-  if (m === null) return fail(`UNTIL=${value} is not valid: ${example}.`)
+  if (m === null) return fail(`UNTIL=${excerpt(value)} is not valid: ${example}.`)
   const [y, mo, d, h, mi, s] = m.slice(1).map(Number) as [number, number, number, number, number, number]
   const t = new Date(0)
   t.setUTCFullYear(y, mo - 1, d)
@@ -222,7 +223,7 @@ const parseUntil = (value: string): Either.Either<number, string> => {
     mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59 ||
     t.getUTCFullYear() !== y || t.getUTCMonth() !== mo - 1 || t.getUTCDate() !== d
   ) {
-    return fail(`UNTIL=${value} is not a real date and time: ${example}.`)
+    return fail(`UNTIL=${excerpt(value)} is not a real date and time: ${example}.`)
   }
   return Either.right(t.getTime())
 }
@@ -234,10 +235,10 @@ const parseByDay = (value: string): Either.Either<ReadonlyArray<ByDay>, string> 
   for (const raw of value.split(",")) {
     const token = raw.trim().toUpperCase()
     const m = /^([+-]?\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$/.exec(token)
-    if (m === null) return fail(`BYDAY=${value}: "${raw.trim()}" is not a weekday. Give ${rangeText}.`)
+    if (m === null) return fail(`BYDAY=${excerpt(value)}: "${excerpt(raw.trim())}" is not a weekday. Give ${rangeText}.`)
     const ordinal = m[1] === undefined ? 0 : Number(m[1])
     if (m[1] !== undefined && (ordinal === 0 || Math.abs(ordinal) > 53)) {
-      return fail(`BYDAY=${raw.trim()}: the number in front of a weekday must be 1 to 53 or -1 to -53 (not 0).`)
+      return fail(`BYDAY=${excerpt(raw.trim())}: the number in front of a weekday must be 1 to 53 or -1 to -53 (not 0).`)
     }
     const weekday = WEEKDAYS.indexOf(m[2] as (typeof WEEKDAYS)[number])
     seen.set(`${ordinal}${m[2]}`, { ordinal, weekday })
@@ -270,20 +271,20 @@ const parseRuleText = (input: unknown): Either.Either<Rule, string> => {
     const part = rawPart.trim()
     const eq = part.indexOf("=")
     if (part === "") return fail(`The rrule has an empty component (";;"). Separate NAME=VALUE components with single semicolons, ${EXAMPLE}.`)
-    if (eq <= 0) return fail(`"${part}" is not a NAME=VALUE component. Write components such as FREQ=DAILY separated by ";", ${EXAMPLE}.`)
+    if (eq <= 0) return fail(`"${excerpt(part)}" is not a NAME=VALUE component. Write components such as FREQ=DAILY separated by ";", ${EXAMPLE}.`)
     const key = part.slice(0, eq).trim().toUpperCase()
     const value = part.slice(eq + 1).trim()
-    if (values.has(key)) return fail(`${key} appears more than once. Give each component once.`)
+    if (values.has(key)) return fail(`${excerpt(key)} appears more than once. Give each component once.`)
     const unsupported = UNSUPPORTED[key]
     if (unsupported !== undefined) return fail(unsupported)
     if (key === "WKST") {
       if (value.toUpperCase() !== "MO") {
-        return fail(`WKST=${value} is not supported: weeks start on Monday. Remove WKST (WKST=MO is accepted and ignored).`)
+        return fail(`WKST=${excerpt(value)} is not supported: weeks start on Monday. Remove WKST (WKST=MO is accepted and ignored).`)
       }
       continue
     }
     if (!/^(FREQ|INTERVAL|COUNT|UNTIL|BYMONTH|BYMONTHDAY|BYDAY|BYHOUR|BYMINUTE)$/.test(key)) {
-      return fail(`Unknown rrule component "${part.slice(0, eq).trim()}". Supported components: ${SUPPORTED}.`)
+      return fail(`Unknown rrule component "${excerpt(part.slice(0, eq).trim())}". Supported components: ${SUPPORTED}.`)
     }
     values.set(key, value)
   }
@@ -297,7 +298,7 @@ const parseRuleText = (input: unknown): Either.Either<Rule, string> => {
     )
   }
   if (!(FREQS as ReadonlyArray<string>).includes(freqUpper)) {
-    return fail(`FREQ=${freqText} is not valid: use one of ${FREQS.join(", ")}.`)
+    return fail(`FREQ=${excerpt(freqText)} is not valid: use one of ${FREQS.join(", ")}.`)
   }
   const freq = freqUpper as Freq
 
@@ -336,7 +337,7 @@ const parseRuleText = (input: unknown): Either.Either<Rule, string> => {
     const token = `${withOrdinal.ordinal}${WEEKDAYS[withOrdinal.weekday]}`
     if (freq !== "MONTHLY" && freq !== "YEARLY") {
       return fail(
-        `BYDAY=${token} (a weekday with a number) needs FREQ=MONTHLY or FREQ=YEARLY. With FREQ=${freq} use plain weekdays such as BYDAY=${
+        `BYDAY=${excerpt(token)} (a weekday with a number) needs FREQ=MONTHLY or FREQ=YEARLY. With FREQ=${freq} use plain weekdays such as BYDAY=${
           WEEKDAYS[withOrdinal.weekday]
         }.`
       )
@@ -344,7 +345,7 @@ const parseRuleText = (input: unknown): Either.Either<Rule, string> => {
     const inMonth = freq === "MONTHLY" || byMonth.right !== undefined
     if (inMonth && Math.abs(withOrdinal.ordinal) > 5) {
       return fail(
-        `BYDAY=${token} never matches: a month has at most 5 of each weekday. Use 1 to 5 or -1 to -5 (-1 is the last one).`
+        `BYDAY=${excerpt(token)} never matches: a month has at most 5 of each weekday. Use 1 to 5 or -1 to -5 (-1 is the last one).`
       )
     }
   }
@@ -871,7 +872,7 @@ const build = (rruleText: string, timezone: string, start: number): Either.Eithe
       field: "timezone",
       message: timezone.trim() === ""
         ? `The time zone is empty. Give an IANA name such as "Europe/London" or "UTC".`
-        : `Unknown time zone "${timezone.trim()}". Use an IANA name such as "America/New_York", "Europe/London" or "UTC".`
+        : `Unknown time zone "${excerpt(timezone.trim())}". Use an IANA name such as "America/New_York", "Europe/London" or "UTC".`
     })
   }
   if (typeof start !== "number" || !Number.isFinite(start) || start < MIN_START || start >= MAX_START) {

@@ -1,16 +1,17 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { NotFound, ValidationError } from "../Domain/Errors.js"
+import { Conflict, DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
+import { StoredString } from "../Domain/Text.js"
 
 export const ScheduleType = Schema.Literal("cron", "interval")
 
 export const ScheduleInputSchema = Schema.Struct({
   type: ScheduleType,
-  expression: Schema.String.annotations({
+  expression: StoredString.annotations({
     description: "cron: 5 fields or a macro such as @daily; interval: a duration such as 30s, 5m, 1h, 1d"
   }),
-  timezone: Schema.optional(Schema.String.annotations({ description: "IANA zone name; default UTC" }))
+  timezone: Schema.optional(StoredString.annotations({ description: "IANA zone name; default UTC" }))
 })
 
 export const ScheduleSchema = Schema.Struct({
@@ -56,7 +57,7 @@ export const Monitor = Schema.Struct({
 })
 export type Monitor = typeof Monitor.Type
 
-const Name = Schema.String.pipe(
+const Name = StoredString.pipe(
   Schema.filter((s) => s.trim().length >= 1 || "name must not be empty"),
   Schema.filter((s) => s.length <= 200 || `name must be at most 200 characters (it has ${s.length})`)
 )
@@ -65,7 +66,7 @@ const GraceSeconds = Schema.Int.pipe(Schema.between(0, 31_536_000)).annotations(
 })
 const MaxRuntimeSeconds = Schema.NullOr(Schema.Int.pipe(Schema.between(1, 31_536_000)))
 const MaxOutputSizeKb = Schema.Int.pipe(Schema.between(1, 1024))
-const Tags = Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))).pipe(Schema.maxItems(50))
+const Tags = Schema.Array(StoredString.pipe(Schema.minLength(1), Schema.maxLength(64))).pipe(Schema.maxItems(50))
 
 export const CreateMonitorRequest = Schema.Struct({
   name: Name,
@@ -112,7 +113,7 @@ export const MonitorIdPath = Schema.Struct({ monitorId: Schema.String })
 
 export const PreviewRequest = Schema.Struct({
   schedule: ScheduleInputSchema,
-  from: Schema.optional(Schema.String.annotations({ description: "ISO 8601 timestamp; default now" })),
+  from: Schema.optional(StoredString.annotations({ description: "ISO 8601 timestamp; default now" })),
   count: Schema.optional(Schema.Int.pipe(Schema.between(1, 100)))
 })
 
@@ -128,7 +129,8 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
       .setPayload(CreateMonitorRequest)
       .addSuccess(Monitor, { status: 201 })
       .addError(ValidationError)
-      .annotate(OpenApi.Summary, "Create a monitor")
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Create a monitor (409 when the organization has MAX_MONITORS_PER_ORG already)")
   )
   .add(
     HttpApiEndpoint.get("list", "/api/monitors")
@@ -177,6 +179,7 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "The next expected times of a schedule, in its zone")
   )
+  .addError(DatabaseBusy)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Monitors")
 {}

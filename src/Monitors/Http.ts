@@ -1,7 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect } from "effect"
 import { CurrentPrincipal } from "../Auth/Principal.js"
-import { ValidationError } from "../Domain/Errors.js"
+import { parseInstantParam } from "../Domain/Instant.js"
+import { unavailableOnStatementTimeout as bounded } from "../Db/StatementTimeout.js"
 import { Api } from "../Http/Api.js"
 import { Maintenance } from "../Maintenance/Maintenance.js"
 import type { MonitorRow } from "./MonitorsRepo.js"
@@ -20,35 +21,34 @@ export const MonitorsHttpLive = HttpApiBuilder.group(Api, "monitors", (handlers)
     const org = Effect.map(CurrentPrincipal, (p) => p.orgId)
     return handlers
       .handle("create", ({ payload }) =>
-        Effect.flatMap(org, (orgId) => monitors.create(orgId, payload)).pipe(Effect.flatMap(withMaintenance)))
+        bounded(Effect.flatMap(org, (orgId) => monitors.create(orgId, payload)).pipe(Effect.flatMap(withMaintenance))))
       .handle("list", ({ urlParams }) =>
-        Effect.gen(function*() {
+        bounded(Effect.gen(function*() {
           const orgId = yield* org
           const page = urlParams.page ?? 1
           const limit = urlParams.limit ?? 50
           const { rows, total } = yield* monitors.page(orgId, page, limit)
           return { monitors: yield* manyWithMaintenance(rows), total, page, limit }
-        }))
+        })))
       .handle("get", ({ path }) =>
-        Effect.flatMap(org, (orgId) => monitors.find(orgId, path.monitorId)).pipe(Effect.flatMap(withMaintenance)))
+        bounded(Effect.flatMap(org, (orgId) => monitors.find(orgId, path.monitorId)).pipe(Effect.flatMap(withMaintenance))))
       .handle("update", ({ path, payload }) =>
-        Effect.flatMap(org, (orgId) => monitors.update(orgId, path.monitorId, payload)).pipe(Effect.flatMap(withMaintenance)))
-      .handle("delete", ({ path }) => Effect.flatMap(org, (orgId) => monitors.remove(orgId, path.monitorId)))
+        bounded(
+          Effect.flatMap(org, (orgId) => monitors.update(orgId, path.monitorId, payload)).pipe(Effect.flatMap(withMaintenance))
+        ))
+      .handle("delete", ({ path }) => bounded(Effect.flatMap(org, (orgId) => monitors.remove(orgId, path.monitorId))))
       .handle("pause", ({ path }) =>
-        Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, true)).pipe(Effect.flatMap(withMaintenance)))
+        bounded(
+          Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, true)).pipe(Effect.flatMap(withMaintenance))
+        ))
       .handle("resume", ({ path }) =>
-        Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, false)).pipe(Effect.flatMap(withMaintenance)))
+        bounded(
+          Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, false)).pipe(Effect.flatMap(withMaintenance))
+        ))
       .handle("preview", ({ payload }) =>
         Effect.gen(function*() {
           const schedule = yield* checkSchedule(payload.schedule)
-          let from = yield* Clock.currentTimeMillis
-          if (payload.from !== undefined) {
-            const parsed = Date.parse(payload.from)
-            if (Number.isNaN(parsed)) {
-              return yield* new ValidationError({ path: "from", message: `from must be an ISO 8601 timestamp, not '${payload.from}'.` })
-            }
-            from = parsed
-          }
+          const from = payload.from === undefined ? yield* Clock.currentTimeMillis : yield* parseInstantParam("from", payload.from)
           const occurrences = nextOccurrences(schedule, from, payload.count ?? 10)
           return {
             schedule: { type: schedule.type, expression: schedule.expression, timezone: schedule.timezone },

@@ -1,7 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either } from "effect"
-import { NotFound, ValidationError } from "../Domain/Errors.js"
+import { AppConfig } from "../Config.js"
+import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { excerpt } from "../Domain/Text.js"
 import { Engine } from "../Engine/Engine.js"
 import { Events } from "../Events/Events.js"
 import { changedMonitorFields, monitorCreated, monitorDeleted, monitorUpdated } from "../Events/Payloads.js"
@@ -58,7 +60,7 @@ export const checkSchedule = (input: ScheduleInput, path = "schedule") =>
     onRight: (schedule) => Effect.succeed(schedule)
   })
 
-const monitorNotFound = (id: string) => new NotFound({ message: `Monitor ${id} does not exist` })
+const monitorNotFound = (id: string) => new NotFound({ message: `Monitor ${excerpt(id)} does not exist` })
 
 export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
   dependencies: [MonitorsRepo.Default, MonitorCache.Default, Events.Default, Engine.Default],
@@ -68,6 +70,7 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
     const sql = yield* SqlClient.SqlClient
     const events = yield* Events
     const engine = yield* Engine
+    const maxMonitors = (yield* AppConfig).maxMonitorsPerOrg
 
     const find = (orgId: string, id: string) =>
       Effect.gen(function*() {
@@ -94,13 +97,20 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
           tags: input.tags ?? [],
           autoResolve: input.autoResolve ?? true
         }
-        // The change and its event commit together (docs/events.md).
+        // The quota check, the change and its event commit together (docs/events.md).
         const row = yield* sql.withTransaction(
-          Effect.tap(
-            repo.insert(orgId, settings, firstExpected(schedule, now), new Date(now)),
-            (row) => events.record(monitorCreated(orgId, toMonitor(row), now))
-          )
-        ).pipe(Effect.orDie)
+          Effect.gen(function*() {
+            if (maxMonitors > 0 && (yield* repo.lockAndCount(orgId)) >= maxMonitors) {
+              return yield* new Conflict({
+                message: `This organization already has ${maxMonitors.toLocaleString("en-US")} monitors, the most it may have ` +
+                  `(the operator's MAX_MONITORS_PER_ORG); delete monitors it no longer needs before creating more.`
+              })
+            }
+            const row = yield* repo.insert(orgId, settings, firstExpected(schedule, now), new Date(now))
+            yield* events.record(monitorCreated(orgId, toMonitor(row), now))
+            return row
+          })
+        ).pipe(Effect.catchTag("SqlError", (e) => Effect.die(e)))
         yield* cache.put(row)
         yield* engine.upsert(row, now)
         return row

@@ -42,6 +42,7 @@
  */
 import { Cron } from "croner"
 import { Either } from "effect"
+import { excerpt } from "../Domain/Text.js"
 
 // ---------------------------------------------------------------------------
 // Public types
@@ -311,7 +312,7 @@ const parseCronText = (input: string): Either.Either<ParsedCron, string> => {
     const expanded = MACROS[macro]
     if (expanded === undefined) {
       return Either.left(
-        `Unknown cron macro "${expression}". Use one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, or 5 fields, ${CRON_EXAMPLE}.`
+        `Unknown cron macro "${excerpt(expression)}". Use one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, or 5 fields, ${CRON_EXAMPLE}.`
       )
     }
     return Either.right({ expression: macro, fields: expanded.split(" "), wildcard: macro === "@hourly" })
@@ -334,11 +335,11 @@ const parseCronText = (input: string): Either.Either<ParsedCron, string> => {
   for (let i = 0; i < 5; i++) {
     const f = fields[i]!
     if (f.includes("?")) {
-      return Either.left(`The ${FIELD_NAMES[i]} field "${f}" uses "?", which is not supported; use "*" instead, ${CRON_EXAMPLE}.`)
+      return Either.left(`The ${FIELD_NAMES[i]} field "${excerpt(f)}" uses "?", which is not supported; use "*" instead, ${CRON_EXAMPLE}.`)
     }
     if (!FIELD_CHARS.test(f)) {
       return Either.left(
-        `The ${FIELD_NAMES[i]} field "${f}" contains characters that are not allowed; use numbers, names (JAN, MON), "*", ",", "-" and "/", ${CRON_EXAMPLE}.`
+        `The ${FIELD_NAMES[i]} field "${excerpt(f)}" contains characters that are not allowed; use numbers, names (JAN, MON), "*", ",", "-" and "/", ${CRON_EXAMPLE}.`
       )
     }
   }
@@ -408,12 +409,12 @@ const compileUncached = (text: string): Compiled => {
   } catch (e) {
     const reason = (e instanceof Error ? e.message : String(e)).replace(/^CronPattern:\s*/, "").replace(/\.$/, "")
     return Either.left(
-      `Invalid cron expression "${expression}": ${reason}. Use 5 fields (minute hour day-of-month month day-of-week), ${CRON_EXAMPLE}.`
+      `Invalid cron expression "${excerpt(expression)}": ${excerpt(reason)}. Use 5 fields (minute hour day-of-month month day-of-week), ${CRON_EXAMPLE}.`
     )
   }
   if (naiveNext(cron, NEVER_FIRES_REFERENCE) === undefined) {
     return Either.left(
-      `The cron expression "${expression}" never matches a real date (for example 30 February); check the day-of-month and month fields, ${CRON_EXAMPLE}.`
+      `The cron expression "${excerpt(expression)}" never matches a real date (for example 30 February); check the day-of-month and month fields, ${CRON_EXAMPLE}.`
     )
   }
   return Either.right({ cron, wildcard, expression })
@@ -567,7 +568,7 @@ const validateTimeZone = (tzRaw: unknown): Either.Either<string, ScheduleError> 
       field: "timezone",
       message: trimmed.length === 0
         ? `The time zone is empty. Give an IANA name such as "America/New_York", or leave it out for "UTC".`
-        : `Unknown time zone "${trimmed}". Use an IANA name such as "America/New_York", "Europe/London" or "UTC".`
+        : `Unknown time zone "${excerpt(trimmed)}". Use an IANA name such as "America/New_York", "Europe/London" or "UTC".`
     })
   }
   return Either.right(normalised)
@@ -579,7 +580,7 @@ const validateUnsafe = (input: ScheduleInput): Either.Either<Schedule, ScheduleE
   }
   const type: unknown = input.type
   if (type !== "cron" && type !== "interval") {
-    return fail("type", `The schedule type must be "cron" or "interval"${typeof type === "string" ? `, not "${type}"` : ""}.`)
+    return fail("type", `The schedule type must be "cron" or "interval"${typeof type === "string" ? `, not "${excerpt(type)}"` : ""}.`)
   }
   const expressionRaw: unknown = input.expression
   if (typeof expressionRaw !== "string") {
@@ -600,15 +601,15 @@ const validateUnsafe = (input: ScheduleInput): Either.Either<Schedule, ScheduleE
         expression.length === 0
           ? `The interval is empty. Give a duration, ${INTERVAL_EXAMPLE}.`
           : /^\d+$/.test(expression)
-          ? `The interval "${expression}" has no unit. Add one, ${INTERVAL_EXAMPLE}.`
-          : `"${expression}" is not a duration. Use whole numbers with units w, d, h, m, s (largest first), ${INTERVAL_EXAMPLE}.`
+          ? `The interval "${excerpt(expression)}" has no unit. Add one, ${INTERVAL_EXAMPLE}.`
+          : `"${excerpt(expression)}" is not a duration. Use whole numbers with units w, d, h, m, s (largest first), ${INTERVAL_EXAMPLE}.`
       )
     }
     if (ms < MIN_INTERVAL_MS) {
-      return fail("expression", `The interval "${expression}" is shorter than the minimum of 10 seconds; use "10s" or more.`)
+      return fail("expression", `The interval "${excerpt(expression)}" is shorter than the minimum of 10 seconds; use "10s" or more.`)
     }
     if (ms > MAX_INTERVAL_MS) {
-      return fail("expression", `The interval "${expression}" is longer than the maximum of 365 days; use "365d" or less.`)
+      return fail("expression", `The interval "${excerpt(expression)}" is longer than the maximum of 365 days; use "365d" or less.`)
     }
     const timezone = validateTimeZone(input.timezone)
     if (Either.isLeft(timezone)) return Either.left(timezone.left)

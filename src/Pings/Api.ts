@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { RequiredScope } from "../Auth/Access.js"
 import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, NotFound, RateLimited, ValidationError } from "../Domain/Errors.js"
+import { Conflict, DatabaseBusy, NotFound, RateLimited, ValidationError } from "../Domain/Errors.js"
 import { IntFromQuery, MonitorIdPath } from "../Monitors/Api.js"
 import { FailPingBody, PingQuery, PingResponse, StartPingBody, SuccessPingBody } from "./Schemas.js"
 
@@ -70,6 +70,7 @@ export class RunsApi extends HttpApiGroup.make("runs")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "A monitor's runs, newest first")
   )
+  .addError(DatabaseBusy)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Runs")
 {}

@@ -3,6 +3,9 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { CurrentPrincipal } from "../Auth/Principal.js"
 import { ValidationError } from "../Domain/Errors.js"
+import { isUuid } from "../Domain/Ids.js"
+import { inInstantRange, parseInstantParam } from "../Domain/Instant.js"
+import { unavailableOnStatementTimeout as bounded } from "../Db/StatementTimeout.js"
 import { Api } from "../Http/Api.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { Intake } from "./Intake.js"
@@ -66,28 +69,23 @@ export const toRun = (row: RunRowDb): Run => ({
 export const encodeCursor = (startedAt: Date, id: string) =>
   Buffer.from(`${startedAt.toISOString()}|${id}`, "utf8").toString("base64url")
 
+/** The (startedAt, id) a cursor names; undefined for anything this API did not return. */
 export const decodeCursor = (cursor: string): { startedAt: Date; id: string } | undefined => {
-  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|")
-  if (at === undefined || id === undefined) return undefined
+  const [at, id, extra] = Buffer.from(cursor, "base64url").toString("utf8").split("|")
+  if (at === undefined || id === undefined || extra !== undefined || !isUuid(id)) return undefined
   const time = Date.parse(at)
-  if (Number.isNaN(time) || !/^[0-9a-f-]{36}$/i.test(id)) return undefined
-  return { startedAt: new Date(time), id }
+  return inInstantRange(time) ? { startedAt: new Date(time), id } : undefined
 }
 
-const timeParam = (name: string, value: string | undefined) => {
-  if (value === undefined) return Effect.succeed(undefined)
-  const time = Date.parse(value)
-  return Number.isNaN(time)
-    ? Effect.fail(new ValidationError({ path: name, message: `${name} must be an ISO 8601 timestamp such as 2026-01-31T00:00:00Z, not '${value}'.` }))
-    : Effect.succeed(new Date(time))
-}
+const timeParam = (name: string, value: string | undefined) =>
+  value === undefined ? Effect.succeed(undefined) : Effect.map(parseInstantParam(name, value), (ms) => new Date(ms))
 
 export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
   Effect.gen(function*() {
     const monitors = yield* Monitors
     const sql = yield* SqlClient.SqlClient
     return handlers.handle("list", ({ path, urlParams }) =>
-      Effect.gen(function*() {
+      bounded(Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
         const monitor = yield* monitors.find(principal.orgId, path.monitorId)
         const from = yield* timeParam("from", urlParams.from)
@@ -113,6 +111,6 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
           runs: page.map(toRun),
           nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.started_at, last.id) : null
         }
-      }))
+      })))
   })
 )

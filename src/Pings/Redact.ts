@@ -286,19 +286,58 @@ const redactUrlCredentials = (text: string): string =>
     password.length === 0 ? whole : `//${user}:${REDACTED}@`)
 
 /**
+ * Bare tokens of well-known services, recognised by their documented prefix and shape wherever they
+ * stand, with or without a key (`echo $TOKEN` prints one on its own). The whole token becomes the
+ * marker. Each is one literal prefix followed by one run of its alphabet, so a match costs its own
+ * length; a token must start a word (not inside a base64 blob or an identifier that happens to
+ * contain `AKIA`), and is not taken right after a marker (where another token was, which the first
+ * pass did not take either: idempotence).
+ */
+const KNOWN_TOKENS: ReadonlyArray<readonly [service: string, pattern: string]> = [
+  ["Slack", "xox[abeprs]-[0-9A-Za-z-]{10,}"],
+  ["Slack app", "xapp-[0-9A-Za-z-]{10,}"],
+  ["GitHub", "gh[opsur]_[0-9A-Za-z]{30,}"],
+  ["GitHub fine-grained", "github_pat_[0-9A-Za-z_]{30,}"],
+  ["AWS access key id", "(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"],
+  ["jobmon", "jmt_[0-9A-Za-z_-]{20,}"],
+  ["GitLab", "gl(?:pat|dt|ptt|rt)-[0-9A-Za-z_-]{20,}(?:\\.[0-9A-Za-z_-]+)*"],
+  ["Stripe", "(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}"],
+  ["Stripe webhook secret", "whsec_[0-9A-Za-z+/=]{20,}"],
+  ["npm", "npm_[0-9A-Za-z]{30,}"],
+  ["Google API key", "AIza[0-9A-Za-z_-]{35}(?![\\w-])"],
+  ["OpenAI", "sk-(?:proj|svcacct|admin)-[0-9A-Za-z_-]{20,}"],
+  ["Anthropic", "sk-ant-[0-9A-Za-z_-]{20,}"],
+  ["Hugging Face", "hf_[0-9A-Za-z]{30,}"],
+  ["SendGrid", "SG\\.[0-9A-Za-z_-]{16,}\\.[0-9A-Za-z_-]{16,}"],
+  ["Shopify", "shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}"],
+  ["PyPI", "pypi-AgEIcHlwaS5vcmc[0-9A-Za-z_-]{20,}"],
+  ["DigitalOcean", "do[opr]_v1_[0-9a-f]{64}"]
+]
+
+const KNOWN_TOKEN = new RegExp(`(?<![\\w-]|REDACTED\\*{3})(?:${KNOWN_TOKENS.map(([, p]) => p).join("|")})`, "g")
+
+/** Every known token contains one of these; ordinary output contains none, and is left as it came. */
+const KNOWN_TOKEN_HINT = /xox[abeprs]-|xapp-|gh[opsur]_|github_pat_|A[KS]IA|jmt_|gl(?:pat|dt|ptt|rt)-|[rs]k_(?:live|test)_|whsec_|npm_|AIza|sk-(?:proj|svcacct|admin|ant)-|hf_|SG\.|shp(?:at|ca|pa|ss)_|pypi-|do[opr]_v1_/
+
+const redactKnownTokens = (text: string): string => text.replace(KNOWN_TOKEN, REDACTED)
+
+/**
  * Replaces the value of every secret in `text` with {@link REDACTED}, keeping the keys. Returns
  * `text` itself when there is nothing to redact.
  */
 export const redact = (text: string): string => {
   let result = text.includes("PRIVATE KEY") ? text.replace(PRIVATE_KEY_BLOCK, REDACTED) : text
   // Each rule runs only where it could find something: every secret key contains a keyword (see
-  // KEYWORD_HINT), a bearer token the word "bearer", URL credentials "//" and "@". Most output
-  // ("12 files, 3.4 MB") has none of them and is returned as it came, without a regex match.
+  // KEYWORD_HINT), a bearer token the word "bearer", URL credentials "//" and "@", a known token
+  // its prefix (KNOWN_TOKEN_HINT). Most output ("12 files, 3.4 MB") has none of them and is
+  // returned as it came, without a regex match.
   if (KEYWORD_HINT.test(result)) {
     result = redactAssignments(result)
     result = result.includes("</") ? redactXmlElements(result) : result
   }
   result = BEARER_HINT.test(result) ? redactBearerTokens(result) : result
   result = result.includes("//") && result.includes("@") ? redactUrlCredentials(result) : result
+  // Last: a key that contains a token's prefix (`ghp_x_token=…`) is judged as a key first.
+  result = KNOWN_TOKEN_HINT.test(result) ? redactKnownTokens(result) : result
   return result === text ? text : result
 }

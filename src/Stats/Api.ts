@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
-import { NotFound, ValidationError } from "../Domain/Errors.js"
+import { DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
 
 export const PercentileValues = Schema.Struct({
   p50: Schema.Int,
@@ -43,6 +43,7 @@ export class StatsApi extends HttpApiGroup.make("stats")
       )
       .annotate(OpenApi.Summary, "Duration percentiles, mean and standard deviation of a monitor's runs")
   )
+  .addError(DatabaseBusy)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Statistics")
 {}

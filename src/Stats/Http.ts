@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { CurrentPrincipal } from "../Auth/Principal.js"
+import { unavailableOnStatementTimeout as bounded } from "../Db/StatementTimeout.js"
 import { Api } from "../Http/Api.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { Stats } from "./Stats.js"
@@ -13,7 +14,7 @@ export const StatsHttpLive = HttpApiBuilder.group(Api, "stats", (handlers) =>
     const stats = yield* Stats
     const monitors = yield* Monitors
     return handlers.handle("percentiles", ({ path, urlParams }) =>
-      Effect.gen(function*() {
+      bounded(Effect.gen(function*() {
         const window = yield* stats.window(urlParams.window)
         const { orgId } = yield* CurrentPrincipal
         const monitor = yield* monitors.find(orgId, path.monitorId)
@@ -22,6 +23,6 @@ export const StatsHttpLive = HttpApiBuilder.group(Api, "stats", (handlers) =>
           Effect.succeed(HttpServerResponse.setHeader(response, METHOD_HEADER, method))
         )
         return statistics
-      }))
+      })))
   })
 )

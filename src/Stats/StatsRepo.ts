@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { onConnectionWithoutStatementTimeout } from "../Db/StatementTimeout.js"
 
 /** Percentile fractions, in the order of the response's p50 … p99. */
 export const FRACTIONS = [0.5, 0.75, 0.9, 0.95, 0.99] as const
@@ -127,6 +128,8 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
     const refreshDirty = (monitorId: string | null, limit: number, wait: boolean, before: Date | null = null) =>
       sql.withTransaction(
         Effect.gen(function*() {
+          // Rollup maintenance, also when a percentiles request runs it: not cut by the statement timeout.
+          yield* sql`set local statement_timeout = 0`
           const claimed = yield* sql<DirtyKey>`
             delete from run_duration_dirty d
             where (d.monitor_id, d.bucket) in (
@@ -238,6 +241,8 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
         from (select pg_advisory_xact_lock(${ROLLUP_SWEEP_LOCK_KEY}) offset 0) as locked`.pipe(Effect.map((rows) => rows[0]!.cut))
       return yield* sql.withTransaction(
         Effect.gen(function*() {
+          // Marks every monitor's hours since the last sweep: background work, no statement timeout.
+          yield* sql`set local statement_timeout = 0`
           let [row] = yield* sql<{ until: Date }>`select until from run_duration_swept for update`
           if (row === undefined) {
             // The row was deleted (by hand): nothing says which runs are covered, so all of them are swept.
@@ -256,7 +261,12 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
 
     /** TimescaleDB mode: materialize everything up to the last whole hour (not in a transaction). */
     const refreshContinuousAggregate = (until: Date) =>
-      sql`call refresh_continuous_aggregate('public.run_duration_hourly_cagg', null, ${until}::timestamptz)`.pipe(
+      // Over all time, at start-up: no statement timeout (and CALL cannot run in a transaction).
+      onConnectionWithoutStatementTimeout(sql, (connection) =>
+        connection.executeRaw(
+          "call refresh_continuous_aggregate('public.run_duration_hourly_cagg', null, $1::timestamptz)",
+          [until]
+        )).pipe(
         Effect.asVoid,
         Effect.orDie,
         Effect.withSpan("StatsRepo.refreshContinuousAggregate")

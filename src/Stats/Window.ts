@@ -1,4 +1,5 @@
 import { Either } from "effect"
+import { excerpt } from "../Domain/Text.js"
 
 /** A statistics window: `<n>h`, `<n>d` or `<n>w`, from 1 hour to 400 days (decisions §7). */
 export interface StatsWindow {
@@ -19,7 +20,7 @@ export const parseWindow = (text: string): Either.Either<StatsWindow, string> =>
   const hours = match === null ? Number.NaN : Number(match[1]) * UNIT_HOURS[match[2] as keyof typeof UNIT_HOURS]
   if (!(hours >= MIN_HOURS && hours <= MAX_HOURS)) {
     return Either.left(
-      `window must be a whole number of hours, days or weeks such as 24h, 30d or 2w, from 1h to 400d; got '${text}'.`
+      `window must be a whole number of hours, days or weeks such as 24h, 30d or 2w, from 1h to 400d; got '${excerpt(text)}'.`
     )
   }
   return Either.right({ text, millis: hours * HOUR })

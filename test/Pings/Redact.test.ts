@@ -139,6 +139,56 @@ const redacted: Record<string, Array<[string, string]>> = {
     ["git clone https://x-access-token:ghp_abc@github.com/o/r.git", `git clone https://x-access-token:${R}@github.com/o/r.git`],
     ["amqp://guest:guest@rabbit//", `amqp://guest:${R}@rabbit//`]
   ],
+  "bare tokens of well-known services": [
+    // Slack: bot, user, legacy workspace, refresh, configuration and app-level tokens
+    ["posting with xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", `posting with ${R}`],
+    ["xoxp-123456789012-123456789012-123456789012-0123456789abcdef0123456789abcdef", R],
+    ["SLACK=xoxa-2-1234567890-abcdefghij", `SLACK=${R}`],
+    ["xoxr-1234567890-abcdefghijk done", `${R} done`],
+    ["app token xapp-1-A0123456789-1234567890123-abcdef0123456789", `app token ${R}`],
+    // GitHub: classic personal, OAuth, user-to-server, server-to-server and refresh tokens; fine-grained
+    ["ghp_0123456789abcdefghijABCDEFGHIJ012345", R],
+    ["remote: gho_0123456789abcdefghijABCDEFGHIJ012345 rejected", `remote: ${R} rejected`],
+    ["(ghu_0123456789abcdefghijABCDEFGHIJ012345)", `(${R})`],
+    ["ghs_0123456789abcdefghijABCDEFGHIJ012345\n", `${R}\n`],
+    ["'ghr_0123456789abcdefghijABCDEFGHIJ012345'", `'${R}'`],
+    ["github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345", R],
+    // AWS access key ids (long-term and temporary)
+    ["aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE", `aws configure set aws_access_key_id ${R}`],
+    ["AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", `AWS_ACCESS_KEY_ID=${R}`],
+    ["{\"AccessKeyId\": \"ASIAIOSFODNN7EXAMPLE\"}", `{"AccessKeyId": "${R}"}`],
+    // jobmon's own tokens
+    ["JOBMON_TOKEN was jmt_Q2hhbmdlIG1lIGJlZm9yZSB1c2luZyE", `JOBMON_TOKEN was ${R}`],
+    ["curl -H \"X-Token: jmt_test_abcdefghijklmnopqrstuvwx\"", `curl -H "X-Token: ${R}"`],
+    // GitLab personal access, deploy, pipeline trigger and runner tokens
+    ["glpat-abcdefghij0123456789", R],
+    ["using glpat-AbCdEfGhIjKlMnOpQrStUvWxYz.01.0abcdef12 for clone", `using ${R} for clone`],
+    ["gldt-abcdefghij0123456789abcd", R],
+    ["glptt-0123456789abcdef0123456789abcdef01234567", R],
+    ["glrt-abcdefghij0123456789.", `${R}.`],
+    // Stripe
+    ["Stripe.api_key = sk_live_51H8abcdefghijklmnopqrstuv", `Stripe.api_key = ${R}`],
+    ["rk_live_51H8abcdefghijklmnopqrstuv", R],
+    ["sk_test_4eC39HqLyjWDarjtT1zdp7dc", R],
+    ["rk_test_4eC39HqLyjWDarjtT1zdp7dc", R],
+    ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", R],
+    // npm, Google, OpenAI, Anthropic, Hugging Face, SendGrid, Shopify, PyPI, DigitalOcean
+    ["//registry.npmjs.org/:_auth npm_0123456789abcdefghijABCDEFGHIJ012345", `//registry.npmjs.org/:_auth ${R}`],
+    ["key AIzaSyA-0123456789abcdefghijklmnopqrstu used", `key ${R} used`],
+    ["sk-proj-abcdefghij0123456789ABCDEFGHIJ", R],
+    ["sk-ant-api03-abcdefghij0123456789_ABCDEFGHIJ-xyz", R],
+    ["hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", R],
+    ["SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG", R],
+    ["shpat_0123456789abcdef0123456789abcdef", R],
+    ["pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcA", R],
+    [`dop_v1_${"0123456789abcdef".repeat(4)}`, R],
+    // several, with other secrets around them
+    [
+      "+ gh auth login --with-token ghp_0123456789abcdefghijABCDEFGHIJ012345\n+ password=hunter2 AKIAIOSFODNN7EXAMPLE,ASIAIOSFODNN7EXAMPLE",
+      `+ gh auth login --with-token ${R}\n+ password=${R} ${R},${R}`
+    ],
+    ["ghp_0123456789abcdefghijABCDEFGHIJ012345_token=x", `${R}_token=${R}`]
+  ],
   "several secrets in one output": [
     [
       "+ export DB_PASSWORD=hunter2\n+ curl -H 'Authorization: Bearer abc' https://u:p@x.io/\nok: uploaded 3 files\n",
@@ -175,7 +225,6 @@ const unchanged: Record<string, Array<string>> = {
     "password_file=/run/secrets/db",
     "PASSWORD_FILE=/run/secrets/db",
     "secret_name=prod-db",
-    "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
     "key=value",
     "keys: 3",
     "PWD=/home/app",
@@ -185,6 +234,22 @@ const unchanged: Record<string, Array<string>> = {
     "--- PASS: TestLogin (0.01s)",
     "PASS: test_suite",
     "pass: 10 fail: 0"
+  ],
+  "words that only look like the start of a known token": [
+    "npm_config_cache=/home/app/.npm npm_package_version=1.2.3 npm_lifecycle_event=build",
+    "hf_hub_download(repo_id='bert')",
+    "token jmt_Q2hhbm shown in listings",
+    "ghp_short",
+    "xoxb-",
+    "sk_live_ and sk_test_ keys are configured",
+    "AKIAIOSFODNN7EXAMPL (15 characters)",
+    "AKIAIOSFODNN7EXAMPLEx",
+    "data:image/png;base64,iVBORw0KGgoXAKIAIOSFODNN7EXAMPLEghp_0123456789abcdefghijABCDEFGHIJ012345",
+    "my-ghp_0123456789abcdefghijABCDEFGHIJ012345",
+    "SG.io ioctl",
+    "github_pat_ prefix",
+    "AIzaSy too short",
+    "ASIA/Tokyo"
   ],
   "empty values, references and comparisons": [
     "password=",
@@ -286,6 +351,12 @@ describe("redact", () => {
       ["one key and 1 MiB of blanks", "password" + fill(" "), (out) => same(out, "password" + fill(" "))],
       ["one 1 MiB key in capitals", fill("PASSWORD") + "=x", (out) => same(out, fill("PASSWORD") + "=x")],
       ["one 1 MiB bearer token of dots", "bearer " + fill("."), (out) => same(out, "bearer " + fill("."))],
+      ["a run of ' AKIA'", fill(" AKIA"), (out) => same(out, fill(" AKIA"))],
+      ["a run of ' ghp_'", fill(" ghp_"), (out) => same(out, fill(" ghp_"))],
+      ["a run of ' SG.a'", fill(" SG.a"), (out) => same(out, fill(" SG.a"))],
+      ["a run of '/whsec_a'", fill("/whsec_a"), (out) => same(out, fill("/whsec_a"))],
+      ["one 1 MiB Slack token", fill("xoxb-"), (out) => same(out, R)],
+      ["a run of AWS key ids", fill("AKIAIOSFODNN7EXAMPLE "), (out) => same(out, `${R} `.repeat(times("AKIAIOSFODNN7EXAMPLE ")))],
       ["one 1 MiB XML element name", `<${fill("password")}>x</${fill("password")}>`, (out) => same(out, `<${fill("password")}>x</${fill("password")}>`)]
     ]
     it.each(cases)("%s", (_name, input, check) => {
@@ -301,7 +372,9 @@ describe("redact", () => {
       "Authorization", "Bearer ", "bearer", "Basic ", "of", "=", ":", "=>", ":=", " ", "\t", "\n",
       "\"", "'", "`", "\\", "\\\"", "--", "-", "_", ".", "//", "@", "/", "?", "#", "<", ">", "{", "}",
       "[", "]", "(", ")", ",", ";", "&", "*", R, "abc123", "S3CR3T42", "postgres://", "<password>",
-      "</password>", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+      "</password>", "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----",
+      "ghp_", "AKIA", "xoxb-", "sk_live_", "jmt_", "glpat-", "AIza", "SG.", "npm_", "0123456789ABCDEF",
+      "abcdefghijklmnopqrstuvwxyz0123456789"
     )
     const secretLooking = FastCheck.array(fragments, { maxLength: 40 }).map((parts) => parts.join(""))
 
@@ -339,7 +412,11 @@ describe("redact", () => {
       ["AWS_SECRET_ACCESS_KEY=", ""],
       ["postgres://app:", "@db/prod"],
       ["<password>", "</password>"],
-      ["-----BEGIN EC PRIVATE KEY-----\n", "\n-----END EC PRIVATE KEY-----"]
+      ["-----BEGIN EC PRIVATE KEY-----\n", "\n-----END EC PRIVATE KEY-----"],
+      [" ghp_0123456789abcdefghijABCDEFGHIJ", " "],
+      [" xoxb-1234-", " "],
+      [" jmt_0123456789abcdefghij", " "],
+      [" sk_live_0123456789", " "]
     ]
 
     it.prop(

@@ -112,6 +112,8 @@ const seedLarge = (monitorId: string, n: number, durationSql: string, seedValue:
     const sql = yield* SqlClient.SqlClient
     const orgId = yield* orgOf(monitorId)
     yield* sql.withTransaction(Effect.gen(function*() {
+      // A bulk import, not an API request: without the service's statement timeout (docs/operations.md).
+      yield* sql`set local statement_timeout = 0`
       yield* sql`select setseed(${seedValue})`
       yield* sql`
         insert into runs (id, monitor_id, org_id, status, started_at, finished_at, duration_ms)
