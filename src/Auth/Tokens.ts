@@ -1,4 +1,4 @@
-import { Clock, Effect, Runtime, Schedule } from "effect"
+import { Clock, Effect, Queue, Runtime } from "effect"
 import { AppConfig } from "../Config.js"
 import { Conflict, Unauthorized, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
@@ -54,16 +54,20 @@ export class Tokens extends Effect.Service<Tokens>()("jobmon/Tokens", {
 
     /**
      * last_used_at: a successful authentication notes the token here (a map look-up on the ping
-     * path); a background fiber writes the noted tokens once a second in one statement. A token is
-     * noted at most once per TOKEN_USE_RECORD_EVERY_MS, so a busy token costs a write a minute.
+     * path); a background fiber writes the noted tokens a second after the first of them in one
+     * statement. A token is noted at most once per TOKEN_USE_RECORD_EVERY_MS, so a busy token costs
+     * a write a minute. With nothing noted the fiber waits for the next note, not on a timer: an idle
+     * service (or a test that moves the clock by a day) wakes nothing.
      */
     const lastNoted = new Map<string, number>()
     let noted = new Set<string>()
+    const wake = yield* Queue.sliding<void>(1)
     const noteUse = (tokenId: string, now: number) => {
       const last = lastNoted.get(tokenId)
       if (last !== undefined && now - last < TOKEN_USE_RECORD_EVERY_MS) return
       if (lastNoted.size >= CACHE_LIMIT) lastNoted.clear()
       lastNoted.set(tokenId, now)
+      if (noted.size === 0) Queue.unsafeOffer(wake, undefined)
       noted.add(tokenId)
     }
     const writeUses = Effect.gen(function*() {
@@ -75,7 +79,7 @@ export class Tokens extends Effect.Service<Tokens>()("jobmon/Tokens", {
     }).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("could not record when tokens were last used", cause))
     )
-    yield* Effect.forkScoped(Effect.repeat(writeUses, Schedule.spaced(USE_FLUSH_EVERY)))
+    yield* Effect.forkScoped(Effect.forever(Queue.take(wake).pipe(Effect.zipRight(Effect.sleep(USE_FLUSH_EVERY)), Effect.zipRight(writeUses))))
     yield* Effect.addFinalizer(() => writeUses)
 
     const fetch = (raw: string) =>

@@ -203,6 +203,9 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("bad input"
         yield* call("POST", "/api/maintenance-windows/preview", { body: { rrule: "FREQ=DAILY", duration: 60, timezone: LONG } })
       ]
       for (const response of responses) expectShortQuote(response)
-      expect(responses[0]!.body.message).toContain("(10000 characters)")
+      // A request target over 4096 characters is refused before anything reads it (414).
+      expect(responses[0]!.status).toBe(414)
+      expect(responses[0]!.body.message).toContain("the limit is 4096")
+      expect(responses.find((r) => r.status === 400 && r.body.message.includes("(10000 characters)"))).toBeDefined()
     }))
 })
