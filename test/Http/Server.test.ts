@@ -2,7 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { vi } from "vitest"
 import { Effect } from "effect"
-import { call, TestServer } from "../support/fixture.js"
+import { type ApiResponse, call, createMonitor, TestServer } from "../support/fixture.js"
 
 layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("HTTP conventions", (it) => {
   it.effect("the OpenAPI document and the API reference page are public", () =>
@@ -38,6 +38,28 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("HTTP conve
       expect(bad.body.message).toMatch(/not valid JSON/)
       const notObject = yield* call("POST", "/api/monitors", { rawBody: "[1,2]" })
       expect(notObject.status).toBe(400)
+    }))
+
+  it.effect("a value outside a list of choices is answered with every allowed value, in bodies and in query strings", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor()
+      const cases: ReadonlyArray<readonly [ApiResponse, string, ReadonlyArray<string>]> = [
+        [yield* call("GET", "/api/events?type=bogus"), "type", ["incident.opened", "monitor.deleted", "ping.received", "maintenance.ended"]],
+        [yield* call("GET", "/api/incidents?status=bogus"), "status", ["OPEN", "ACKNOWLEDGED", "RESOLVED"]],
+        [yield* call("GET", "/api/incidents?type=bogus"), "type", ["MISSED", "LATE", "FAIL", "ANOMALY"]],
+        [yield* call("POST", "/api/webhooks", { body: { url: "https://example.com/x", events: ["bogus"] } }), "events.0", ["incident.opened", "ping.received", "webhook.test"]],
+        [yield* call("POST", "/api/webhooks", { body: { url: "https://example.com/x", events: ["incident.opened"], filters: { severity: ["bogus"] } } }), "filters.severity.0", ["HIGH", "MEDIUM", "LOW"]],
+        [yield* call("POST", "/api/alerts/chat/webhooks", { body: { url: "https://discord.com/api/webhooks/1/abc", name: "x", rules: { types: ["bogus"] } } }), "rules.types.0", ["MISSED", "FAIL", "LATE", "ANOMALY"]],
+        [yield* call("POST", "/api/monitors", { body: { name: "x", schedule: { type: "bogus", expression: "1h" } } }), "schedule.type", ["cron", "interval"]],
+        [yield* call("POST", "/api/tokens", { body: { name: "x", scope: "bogus" } }), "scope", ["admin", "write", "read", "ping"]],
+        [yield* call("PATCH", `/api/monitors/${monitor.id}`, { body: { sla: { durationTarget: "p42", maxDurationMs: 5 } } }), "sla.durationTarget", ["p95", "p99"]],
+        [yield* call("POST", "/api/auth/invites", { body: { email: "a@example.com", role: "bogus" } }), "role", ["admin", "member"]]
+      ]
+      for (const [answer, path, allowed] of cases) {
+        expect(answer.status, answer.text).toBe(400)
+        expect(answer.body.path).toBe(path)
+        for (const value of allowed) expect(answer.body.message, path).toContain(`"${value}"`)
+      }
     }))
 
   it.effect("a body over 2 MiB is 413", () =>
