@@ -66,6 +66,24 @@ const keepConnectionForAnswer = (req: http.IncomingMessage) => {
   }
 }
 
+/**
+ * A request Node could not parse (headers over 16 KiB, a malformed request line, a client too slow)
+ * gets the error envelope too, not Node's bare status line.
+ */
+const answerClientError = (error: Error & { code?: string }, socket: import("node:stream").Duplex) => {
+  if (error.code === "ECONNRESET" || !socket.writable) return socket.destroy()
+  const [status, tag, message] = error.code === "HPE_HEADER_OVERFLOW"
+    ? [431, "HeadersTooLarge", "The request's headers (with its request line) are over 16 KiB: send a shorter URL or fewer headers."]
+    : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+    ? [408, "RequestTimeout", "The request did not arrive in time: send the headers and the body without pausing."]
+    : [400, "BadRequest", "The request could not be parsed as HTTP/1.1."]
+  const body = JSON.stringify({ _tag: tag, message })
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-api-version: 1\r\nx-content-type-options: nosniff\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`
+  )
+}
+
 /** Where the server listens, once it does (port 0 picks a free one: tests). */
 export class ServerAddress extends Context.Tag("jobmon/ServerAddress")<ServerAddress, {
   readonly host: string
@@ -284,6 +302,7 @@ export const HttpServerLive = Layer.scoped(
     })
     server.keepAliveTimeout = 65_000
     server.maxConnections = config.maxConnections
+    server.on("clientError", answerClientError)
     yield* Effect.acquireRelease(
       Effect.async<void, Error>((resume) => {
         server.once("error", (error) => resume(Effect.fail(error)))
