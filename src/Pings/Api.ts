@@ -60,6 +60,24 @@ export const ListRunsParams = Schema.Struct({
   cursor: Schema.optional(Schema.String.annotations({ description: "nextCursor of the previous page" }))
 })
 
+export const RunSummaryParams = Schema.Struct({
+  window: Schema.optional(Schema.String.annotations({
+    description: "<n>h, <n>d or <n>w, from 1h to 400d; default 30d"
+  }))
+})
+
+export const RunSummary = Schema.Struct({
+  monitorId: Schema.String,
+  period: Schema.String.annotations({ description: "the requested window, as given" }),
+  from: IsoTimestamp.annotations({ description: "start of the window (now − window), inclusive" }),
+  to: IsoTimestamp.annotations({ description: "end of the window (now), inclusive" }),
+  total: Schema.Int.annotations({ description: "runs that started in the window, whatever their status" }),
+  succeeded: Schema.Int.annotations({ description: "of those, status SUCCESS" }),
+  failed: Schema.Int.annotations({ description: "of those, status FAIL" }),
+  running: Schema.Int.annotations({ description: "of those, still RUNNING" })
+})
+export type RunSummary = typeof RunSummary.Type
+
 export class RunsApi extends HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.get("list", "/api/monitors/:monitorId/runs")
@@ -69,6 +87,20 @@ export class RunsApi extends HttpApiGroup.make("runs")
       .addError(NotFound)
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "A monitor's runs, newest first")
+  )
+  .add(
+    HttpApiEndpoint.get("summary", "/api/monitors/:monitorId/runs/summary")
+      .setPath(MonitorIdPath)
+      .setUrlParams(RunSummaryParams)
+      .addSuccess(RunSummary)
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(
+        OpenApi.Description,
+        "How many of the monitor's runs started in the window ending now, successful, failed or still " +
+          "running (the percentiles' sampleSize counts only successful runs with a duration)."
+      )
+      .annotate(OpenApi.Summary, "Counts of a monitor's runs in a window, by status")
   )
   .addError(DatabaseBusy)
   .middleware(Authentication)

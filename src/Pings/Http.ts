@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Clock, Effect, Either } from "effect"
 import { CurrentPrincipal } from "../Auth/Principal.js"
 import { ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
@@ -8,8 +8,9 @@ import { inInstantRange, parseInstantParam } from "../Domain/Instant.js"
 import { unavailableOnStatementTimeout as bounded } from "../Db/StatementTimeout.js"
 import { Api } from "../Http/Api.js"
 import { Monitors } from "../Monitors/Monitors.js"
+import { DEFAULT_WINDOW, parseWindow } from "../Stats/Window.js"
 import { Intake } from "./Intake.js"
-import type { Run } from "./Api.js"
+import type { Run, RunSummary } from "./Api.js"
 
 /** The HttpApi form of the ping routes: the same intake as the fast route, reply for reply. */
 export const PingsHttpLive = HttpApiBuilder.group(Api, "pings", (handlers) =>
@@ -111,6 +112,37 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
           runs: page.map(toRun),
           nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.started_at, last.id) : null
         }
+      })))
+      .handle("summary", ({ path, urlParams }) =>
+      bounded(Effect.gen(function*() {
+        const window = yield* Either.match(parseWindow(urlParams.window ?? DEFAULT_WINDOW), {
+          onLeft: (message) => Effect.fail(new ValidationError({ path: "window", message })),
+          onRight: Effect.succeed
+        })
+        const principal = yield* CurrentPrincipal
+        const monitor = yield* monitors.find(principal.orgId, path.monitorId)
+        const now = yield* Clock.currentTimeMillis
+        const from = new Date(now - window.millis)
+        const to = new Date(now)
+        // Same window as the percentiles ([now − window, now]); one range scan of runs_monitor_started_idx.
+        const [row] = yield* sql<{ total: number; succeeded: number; failed: number; running: number }>`
+          select count(*)::int as total,
+                 count(*) filter (where status = 'SUCCESS')::int as succeeded,
+                 count(*) filter (where status = 'FAIL')::int as failed,
+                 count(*) filter (where status = 'RUNNING')::int as running
+          from runs
+          where monitor_id = ${monitor.id} and started_at >= ${from} and started_at <= ${to}`.pipe(Effect.orDie)
+        const summary: RunSummary = {
+          monitorId: monitor.id,
+          period: window.text,
+          from: from.toISOString(),
+          to: to.toISOString(),
+          total: row?.total ?? 0,
+          succeeded: row?.succeeded ?? 0,
+          failed: row?.failed ?? 0,
+          running: row?.running ?? 0
+        }
+        return summary
       })))
   })
 )

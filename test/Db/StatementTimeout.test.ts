@@ -41,6 +41,7 @@ layer(TestServer({ statementTimeoutMs: TIMEOUT_MS }), { excludeTestServices: tru
         ["ping_events", "/api/events?type=ping.received"],
         ["incidents", "/api/incidents"],
         ["runs", `/api/monitors/${monitor.id}/runs`],
+        ["runs", `/api/monitors/${monitor.id}/runs/summary`],
         ["runs", `/api/monitors/${monitor.id}/percentiles`],
         ["maintenance_history", "/api/maintenance-windows/history"],
         ["monitors", "/api/monitors"]

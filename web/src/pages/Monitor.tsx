@@ -11,26 +11,35 @@ interface Run {
   exitCode: number | null; output: string | null; outputTruncated: boolean
 }
 interface Stats { sampleSize: number; percentiles: { p50: number; p95: number; p99: number } | null }
+/** GET /api/monitors/{id}/runs/summary: every run that started in the window, by status. */
+interface RunSummary { total: number; succeeded: number; failed: number; running: number }
+
+/** "0", "12 (3 failed)", "12 (0 failed, 1 running)" */
+const runCount = (s: RunSummary) =>
+  s.total === 0 ? "0" : `${s.total} (${s.failed} failed${s.running > 0 ? `, ${s.running} running` : ""})`
 
 export function MonitorPage({ id }: { id: string }) {
   const [monitor, setMonitor] = useState<Monitor | null>(null)
   const [runs, setRuns] = useState<Run[]>([])
   const [stats, setStats] = useState<Stats | null>(null)
+  const [summary, setSummary] = useState<RunSummary | null>(null)
   const [incidents, setIncidents] = useState<Incident[]>([])
   const [error, setError] = useState("")
   const now = useNow(5000)
 
   const load = async () => {
     try {
-      const [m, r, s, i] = await Promise.all([
+      const [m, r, s, c, i] = await Promise.all([
         api<Monitor>("GET", `/api/monitors/${id}`),
         api<{ runs: Run[] }>("GET", `/api/monitors/${id}/runs?limit=200`),
         api<Stats>("GET", `/api/monitors/${id}/percentiles?window=30d`),
+        api<RunSummary>("GET", `/api/monitors/${id}/runs/summary?window=30d`),
         api<{ incidents: Incident[] }>("GET", `/api/incidents?monitorId=${encodeURIComponent(id)}&limit=50`)
       ])
       setMonitor(m)
       setRuns((old) => (JSON.stringify(old) === JSON.stringify(r.runs) ? old : r.runs))
       setStats((old) => (JSON.stringify(old) === JSON.stringify(s) ? old : s))
+      setSummary(c)
       setIncidents(i.incidents)
       setError("")
     } catch (e) {
@@ -65,15 +74,15 @@ export function MonitorPage({ id }: { id: string }) {
         <div><dt>Last ping</dt><dd title={fmtTime(monitor.lastPingAt)}>{fmtRelative(monitor.lastPingAt, now)}</dd></div>
         <div><dt>Next expected</dt><dd title={fmtTime(monitor.nextExpectedAt)}>{monitor.paused ? "paused" : fmtRelative(monitor.nextExpectedAt, now)}</dd></div>
         <div><dt>Health</dt><dd><Health score={monitor.healthScore} /></dd></div>
-        <div><dt>Runs (30 d)</dt><dd>{stats?.sampleSize ?? "—"}</dd></div>
-        <div><dt>p50 / p95 / p99</dt><dd>{stats?.percentiles ? `${fmtDuration(stats.percentiles.p50)} / ${fmtDuration(stats.percentiles.p95)} / ${fmtDuration(stats.percentiles.p99)}` : "—"}</dd></div>
+        <div><dt>Runs (30 d)</dt><dd>{summary ? runCount(summary) : "—"}</dd></div>
+        <div><dt>p50 / p95 / p99</dt><dd title={stats ? `of ${stats.sampleSize} successful runs with a duration in 30 days` : undefined}>{stats?.percentiles ? `${fmtDuration(stats.percentiles.p50)} / ${fmtDuration(stats.percentiles.p95)} / ${fmtDuration(stats.percentiles.p99)}` : "—"}</dd></div>
       </dl>
       <ErrorLine error={error} />
 
       <h2>Duration</h2>
-      {runs.some((r) => r.durationMs !== null)
-        ? <DurationChart runs={runs} percentiles={stats?.percentiles ?? null} slaMs={monitor.sla?.maxDurationMs ?? null} />
-        : <p class="muted">No finished runs yet.</p>}
+      {runs.length === 0
+        ? <p class="muted">No runs yet.</p>
+        : <DurationChart runs={runs} percentiles={stats?.percentiles ?? null} slaMs={monitor.sla?.maxDurationMs ?? null} />}
 
       <h2>Incidents</h2>
       {incidents.length === 0 ? <p class="muted">No incidents.</p> : <IncidentList incidents={incidents} onChange={load} names={{ [monitor.id]: monitor.name }} />}
