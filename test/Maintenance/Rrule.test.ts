@@ -909,6 +909,18 @@ describe("rrule-temporal 2.2.7 with a real TZID (pinned; revisit when upgrading)
     ])
   })
 
+  it("keeps DTSTART's second on every occurrence, also with BYHOUR/BYMINUTE (RFC 5545; the module relies on it)", () => {
+    expect(instants("DTSTART;TZID=UTC:20260301T123430\nRRULE:FREQ=HOURLY;BYMINUTE=0,30;COUNT=3", 3)).toEqual([
+      "2026-03-01T13:00:30Z",
+      "2026-03-01T13:30:30Z",
+      "2026-03-01T14:00:30Z"
+    ])
+    expect(instants("DTSTART;TZID=UTC:20260301T123430\nRRULE:FREQ=DAILY;BYHOUR=2,14;BYMINUTE=15;COUNT=2", 2)).toEqual([
+      "2026-03-01T14:15:30Z",
+      "2026-03-02T02:15:30Z"
+    ])
+  })
+
   it("accepts BYMONTHDAY=32 even when strict", () => {
     expect(() =>
       new RRuleTemporal({

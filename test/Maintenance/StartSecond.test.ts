@@ -149,6 +149,27 @@ layer(TestServer(), { timeout: 120_000 })("a window starts at the second it was 
       expect(yield* historyOf(oneTime.id)).toEqual([expect.objectContaining({ startedAt: iso(oneTimeStart), suppressedIncidents: 1 })])
     }))
 
+  it.effect("without a start, the creation minute anchors the rule: active at once at :45, periods on whole minutes, preview agrees", () =>
+    Effect.gen(function*() {
+      const t = yield* toSecondOfMinute(45)
+      const minute = t - 45 * SECOND
+      const monitor = yield* hourlyMonitor()
+      const preview = yield* call("POST", "/api/maintenance-windows/preview", { body: { rrule: "FREQ=HOURLY", duration: 600, count: 2 } })
+      expect(preview.body.occurrences).toEqual([
+        { start: iso(minute), end: iso(minute + 10 * MIN) },
+        { start: iso(minute + HOUR), end: iso(minute + HOUR + 10 * MIN) }
+      ])
+      const w = yield* createWindow({ name: "from now", monitorIds: [monitor.id], rrule: "FREQ=HOURLY", duration: 600 })
+      expect(w).toMatchObject({ start: iso(minute), status: "active", currentEnd: iso(minute + 10 * MIN), nextStart: iso(minute + HOUR) })
+      yield* fail(monitor.id)
+      expect(yield* incidentsOf(monitor.id)).toEqual([])
+      // BYHOUR/BYMINUTE given: the periods are at that minute's second 0, not the creation time's second
+      const daily = yield* createWindow({ name: "nightly", monitorIds: [monitor.id], rrule: "FREQ=DAILY;BYHOUR=2;BYMINUTE=30", duration: 600 })
+      expect(new Date(daily.nextStart).getUTCSeconds()).toBe(0)
+      expect(new Date(daily.nextStart).getUTCMilliseconds()).toBe(0)
+      expect(daily.start).toBe(iso(minute))
+    }))
+
   it.effect("a DAILY window with BYHOUR/BYMINUTE and a start with seconds: preview, window and occurrences keep the second, also across DST", () =>
     Effect.gen(function*() {
       const monitor = yield* hourlyMonitor()
