@@ -43,6 +43,7 @@ export interface ScheduleFields {
 }
 
 export const DEFAULT_TIMEZONE = "UTC"
+const MINUTE_MS = 60_000
 
 /** ISO 8601 with a date, a time and a zone designator (Z or an offset): never the server's local time. */
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)$/i
@@ -64,7 +65,7 @@ const present = <A>(value: A | null | undefined): value is A => value !== undefi
 
 /**
  * A window's schedule from its fields (decisions §8): either start + end (end after start) or
- * rrule + duration (> 0, with an optional start as DTSTART, else `now`), never both.
+ * rrule + duration (> 0, with an optional start as DTSTART, else `now` rounded down to its minute), never both.
  */
 export const validateWindowSchedule = (input: ScheduleFields, now: number): Either.Either<WindowSchedule, FieldError> =>
   Either.gen(function*() {
@@ -86,7 +87,11 @@ export const validateWindowSchedule = (input: ScheduleFields, now: number): Eith
       if (!Number.isInteger(input.duration) || input.duration <= 0) {
         return yield* Either.left({ path: "duration", message: `duration must be a whole number of seconds greater than 0 (got ${input.duration}).` })
       }
-      const dtstart = present(input.start) ? yield* parseInstant(input.start, "start") : now
+      // A given start is DTSTART to the second (Rrule.ts drops its milliseconds): periods start at its
+      // second past the minute. Without one, the creation instant rounded down to its minute: periods on
+      // whole minutes (BYHOUR=2;BYMINUTE=0 means 02:00:00, not the creation time's second; a preview and
+      // the create that follows it agree), and never later than asked (docs/maintenance.md).
+      const dtstart = present(input.start) ? yield* parseInstant(input.start, "start") : Math.floor(now / MINUTE_MS) * MINUTE_MS
       const recurrence = yield* Either.mapLeft(
         parseRecurrence({ rrule: input.rrule, timezone, start: dtstart, durationSeconds: input.duration }),
         (error): FieldError => ({ path: error.field, message: error.message })

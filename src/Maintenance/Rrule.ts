@@ -49,7 +49,14 @@
  * BYMONTH for YEARLY without BYDAY/BYMONTHDAY). The stored rule then keeps its
  * time of day whatever happens to DTSTART, and `dtstart` is a real instant, so
  * DTSTART is never inside a gap (the drift above cannot happen). `dtstart` is
- * `start` rounded up to a whole minute, so periods start on whole minutes.
+ * `start` without its milliseconds (rounded down to the second, never later
+ * than asked), and DTSTART keeps its seconds: BYSECOND is refused, so RFC 5545
+ * takes the second from DTSTART and every period starts at the same second
+ * past the minute as `dtstart` (rrule-temporal 2.2.7 does this, also with
+ * BYMINUTE/BYHOUR; pinned by tests). The seconds are not written into the
+ * stored rule (BYSECOND would be refused when the rule comes back in a PATCH);
+ * they live in `dtstart`. The floating rule's DTSTART always carries them, also
+ * when it is anchored earlier than `dtstart` (see build).
  *
  * Cost: parsing is O(length of the rule) plus one search for the first period.
  * Zone data is computed once per zone and year (a few Temporal calls). A
@@ -85,7 +92,7 @@ export interface Recurrence {
   readonly rrule: string
   /** IANA zone name in which the rule's local times are read. */
   readonly timezone: string
-  /** Epoch ms anchor (DTSTART): the requested start rounded up to a whole minute. */
+  /** Epoch ms anchor (DTSTART): the requested start rounded down to a whole second. Periods start at its second. */
   readonly dtstart: number
   /** Elapsed length of every period, in ms. */
   readonly durationMs: number
@@ -154,7 +161,8 @@ type Rule = {
 }
 
 const UNSUPPORTED: Readonly<Record<string, string>> = {
-  BYSECOND: "BYSECOND is not supported: windows start on whole minutes. Remove BYSECOND.",
+  BYSECOND:
+    "BYSECOND is not supported: every window starts at the same second past the minute as the window's start. Remove BYSECOND, and give the start with the second you want.",
   BYSETPOS:
     "BYSETPOS is not supported. For the Nth weekday of a month put the number in BYDAY (BYDAY=1SU is the first Sunday, BYDAY=-1FR the last Friday); for the last day use BYMONTHDAY=-1. Remove BYSETPOS.",
   BYWEEKNO:
@@ -376,7 +384,15 @@ const parseRuleText = (input: unknown): Either.Either<Rule, string> => {
 }
 
 /** Local wall-clock fields of a naive time. */
-type Local = { readonly year: number; readonly month: number; readonly day: number; readonly weekday: number; readonly hour: number; readonly minute: number }
+type Local = {
+  readonly year: number
+  readonly month: number
+  readonly day: number
+  readonly weekday: number
+  readonly hour: number
+  readonly minute: number
+  readonly second: number
+}
 
 const localOf = (naive: number): Local => {
   const d = new Date(naive)
@@ -386,7 +402,8 @@ const localOf = (naive: number): Local => {
     day: d.getUTCDate(),
     weekday: (d.getUTCDay() + 6) % 7, // Monday = 0
     hour: d.getUTCHours(),
-    minute: d.getUTCMinutes()
+    minute: d.getUTCMinutes(),
+    second: d.getUTCSeconds()
   }
 }
 
@@ -602,7 +619,8 @@ class FloatingRule {
 
   static make(rule: Rule, dtstartNaive: number): FloatingRule | undefined {
     const d = localOf(dtstartNaive)
-    const dtstart = `${pad(d.year, 4)}${pad(d.month)}${pad(d.day)}T${pad(d.hour)}${pad(d.minute)}00`
+    // The seconds are DTSTART's: with BYSECOND absent, every occurrence keeps them (RFC 5545).
+    const dtstart = `${pad(d.year, 4)}${pad(d.month)}${pad(d.day)}T${pad(d.hour)}${pad(d.minute)}${pad(d.second)}`
     try {
       const lib = new RRuleTemporal({
         rruleString: `DTSTART;TZID=UTC:${dtstart}\nRRULE:${formatRule(rule, false)}`,
@@ -858,7 +876,10 @@ const compileCache = new Map<string, Compiled | null>()
 const compiledByObject = new WeakMap<Recurrence, Compiled | null>()
 const MAX_COMPILED = 500
 
-const ceilMinute = (t: number): number => Math.ceil(t / MINUTE) * MINUTE
+/** Rounded down to a whole second: a period never starts later than asked. */
+const floorSecond = (t: number): number => Math.floor(t / 1000) * 1000
+/** Milliseconds past the minute (also for naive times before 1970). */
+const msPastMinute = (t: number): number => ((t % MINUTE) + MINUTE) % MINUTE
 
 const build = (rruleText: string, timezone: string, start: number): Either.Either<Compiled, RecurrenceError> => {
   const parsed = parseRuleText(rruleText)
@@ -878,7 +899,7 @@ const build = (rruleText: string, timezone: string, start: number): Either.Eithe
   if (typeof start !== "number" || !Number.isFinite(start) || start < MIN_START || start >= MAX_START) {
     return Either.left({ field: "start", message: `The start must be a date-time between 1970-01-01 and 2199-12-31 (UTC).` })
   }
-  const dtstart = ceilMinute(start)
+  const dtstart = floorSecond(start)
   const dtstartNaive = dtstart + zone.offsetAt(dtstart)
   const rule = normaliseRule(parsed.right, localOf(dtstartNaive))
   if (rule.until !== undefined && rule.until < dtstart) {
@@ -901,6 +922,10 @@ const build = (rruleText: string, timezone: string, start: number): Either.Eithe
       firstNaive = Math.min(firstNaive, phaseAlignedAnchor(rule, dtstartNaive, dtstart + tr.before))
     }
   }
+  // An earlier anchor is the start of an hour/day/…: give it DTSTART's seconds, which every
+  // occurrence takes from the library's DTSTART. It stays within the same minute, before any
+  // occurrence that minute could hold.
+  firstNaive = firstNaive - msPastMinute(firstNaive) + msPastMinute(dtstartNaive)
   const floating = FloatingRule.make(rule, firstNaive)
   if (floating === undefined) {
     return Either.left({ field: "rrule", message: `The rule could not be read, ${EXAMPLE}.` })

@@ -539,9 +539,9 @@ describe("Rrule: normalisation", () => {
   it("upper-cases, sorts, drops duplicates, INTERVAL=1 and WKST=MO, and makes DTSTART's values explicit", () => {
     const r = rec("rrule:freq=weekly;byday=fr,mo,mo;interval=1;wkst=mo;", "america/new_york", "2026-01-01T17:34:56.789Z")
     expect(r).toEqual({
-      rrule: "FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=12;BYMINUTE=35",
+      rrule: "FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=12;BYMINUTE=34",
       timezone: "America/New_York",
-      dtstart: at("2026-01-01T17:35:00Z"), // rounded up to a whole minute (12:35 EST)
+      dtstart: at("2026-01-01T17:34:56Z"), // the milliseconds dropped (12:34:56 EST): never later than asked
       durationMs: 3_600_000
     })
   })
@@ -590,6 +590,90 @@ describe("Rrule: normalisation", () => {
     const copy: Recurrence = JSON.parse(JSON.stringify(r))
     expect(nextPeriods(copy, at("2026-03-07T00:00:00Z"), 3)).toEqual(nextPeriods(r, at("2026-03-07T00:00:00Z"), 3))
     expect(activePeriod(copy, at("2026-03-08T07:45:00Z"))).toEqual(activePeriod(r, at("2026-03-08T07:45:00Z")))
+  })
+})
+
+// ---------------------------------------------------------------------------
+// DTSTART's second: never later than asked
+// ---------------------------------------------------------------------------
+
+describe("Rrule: DTSTART keeps its second, and every period starts at that second past the minute", () => {
+  it("FREQ=HOURLY from 12:34:30.750: dtstart 12:34:30 (milliseconds dropped), periods at hh:34:30", () => {
+    const r = rec("FREQ=HOURLY", "UTC", "2026-03-01T12:34:30.750Z", 600)
+    expect(r).toEqual({ rrule: "FREQ=HOURLY;BYMINUTE=34", timezone: "UTC", dtstart: at("2026-03-01T12:34:30Z"), durationMs: 600_000 })
+    expect(starts(r, "2026-03-01T00:00:00Z", 3)).toEqual(["2026-03-01T12:34:30Z", "2026-03-01T13:34:30Z", "2026-03-01T14:34:30Z"])
+    expect(span(activePeriod(r, at("2026-03-01T12:34:30Z")))).toBe("2026-03-01T12:34:30Z/2026-03-01T12:44:30Z")
+    expect(span(activePeriod(r, at("2026-03-01T12:34:31Z")))).toBe("2026-03-01T12:34:30Z/2026-03-01T12:44:30Z")
+    expect(activePeriod(r, at("2026-03-01T12:34:29.999Z"))).toBeUndefined()
+    expect(span(activePeriod(r, at("2026-03-01T13:44:29.999Z")))).toBe("2026-03-01T13:34:30Z/2026-03-01T13:44:30Z")
+    expect(activePeriod(r, at("2026-03-01T13:44:30Z"))).toBeUndefined()
+    expect(periodsBetween(r, at("2026-03-01T12:00:00Z"), at("2026-03-01T13:34:30Z")).map(span)).toEqual([
+      "2026-03-01T12:34:30Z/2026-03-01T12:44:30Z"
+    ])
+  })
+
+  it("with BYMINUTE and BYHOUR the second still comes from DTSTART (no BYSECOND, RFC 5545)", () => {
+    const start = "2026-03-01T12:34:30Z" // a Sunday
+    expect(starts(rec("FREQ=HOURLY;BYMINUTE=0,30", "UTC", start), start, 3)).toEqual([
+      "2026-03-01T13:00:30Z",
+      "2026-03-01T13:30:30Z",
+      "2026-03-01T14:00:30Z"
+    ])
+    const daily = rec("FREQ=DAILY;BYHOUR=2,14;BYMINUTE=15", "UTC", start)
+    expect(daily.rrule).toBe("FREQ=DAILY;BYHOUR=2,14;BYMINUTE=15")
+    expect(starts(daily, start, 3)).toEqual(["2026-03-01T14:15:30Z", "2026-03-02T02:15:30Z", "2026-03-02T14:15:30Z"])
+    expect(starts(rec("FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=2;BYMINUTE=15", "UTC", start), start, 2)).toEqual([
+      "2026-03-02T02:15:30Z",
+      "2026-03-06T02:15:30Z"
+    ])
+    expect(starts(rec("FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=2;BYMINUTE=15", "UTC", start), start, 2)).toEqual([
+      "2026-03-27T02:15:30Z",
+      "2026-04-24T02:15:30Z"
+    ])
+    expect(starts(rec("FREQ=YEARLY", "UTC", start), start, 2)).toEqual(["2026-03-01T12:34:30Z", "2027-03-01T12:34:30Z"])
+    // a match on DTSTART itself is the first period, at its second
+    expect(starts(rec("FREQ=DAILY;BYHOUR=12;BYMINUTE=34", "UTC", start), start, 2)).toEqual([
+      "2026-03-01T12:34:30Z",
+      "2026-03-02T12:34:30Z"
+    ])
+  })
+
+  it("the stored rule carries no BYSECOND: parsed again with its dtstart it gives the same periods", () => {
+    const r = rec("FREQ=DAILY;BYHOUR=2;BYMINUTE=30", "America/New_York", "2026-03-01T00:00:07.900Z")
+    expect(r.rrule).not.toMatch(/BYSECOND/)
+    const again = rec(r.rrule, r.timezone, iso(r.dtstart))
+    expect(again).toEqual(r)
+    const copy: Recurrence = JSON.parse(JSON.stringify(r))
+    expect(nextPeriods(copy, at("2026-03-07T00:00:00Z"), 3)).toEqual(nextPeriods(r, at("2026-03-07T00:00:00Z"), 3))
+    expect(starts(copy, "2026-03-07T00:00:00Z", 1)).toEqual(["2026-03-07T07:30:07Z"])
+  })
+
+  it("DST: a gap time shifts forward with its second; a repeated time takes its first pass with its second", () => {
+    // New York: 02:30 does not exist on 8 March
+    expect(starts(rec("FREQ=DAILY;BYHOUR=2;BYMINUTE=30", "America/New_York", "2026-03-01T00:00:07Z"), "2026-03-07T00:00:00Z", 3))
+      .toEqual(["2026-03-07T07:30:07Z", "2026-03-08T07:30:07Z", "2026-03-09T06:30:07Z"])
+    // London: 01:30 is skipped on 29 March and repeated on 25 October
+    const london = rec("FREQ=DAILY;BYHOUR=1;BYMINUTE=30", "Europe/London", "2026-03-20T10:00:45Z")
+    expect(starts(london, "2026-03-28T00:00:00Z", 3)).toEqual(["2026-03-28T01:30:45Z", "2026-03-29T01:30:45Z", "2026-03-30T00:30:45Z"])
+    expect(starts(london, "2026-10-24T00:00:00Z", 3)).toEqual(["2026-10-24T00:30:45Z", "2026-10-25T00:30:45Z", "2026-10-26T01:30:45Z"])
+    // COUNT counts the shifted start; UNTIL is compared with the start instant, seconds included
+    expect(
+      starts(rec("FREQ=DAILY;COUNT=3;BYHOUR=2;BYMINUTE=30", "America/New_York", "2026-03-07T00:00:07Z"), "2026-03-01T00:00:00Z", 5)
+    ).toEqual(["2026-03-07T07:30:07Z", "2026-03-08T07:30:07Z", "2026-03-09T06:30:07Z"])
+    const ny = (until: string) =>
+      starts(rec(`FREQ=DAILY;BYHOUR=2;BYMINUTE=30;UNTIL=${until}`, "America/New_York", "2026-03-07T00:00:07Z"), "2026-03-01T00:00:00Z", 5)
+    expect(ny("20260308T073000Z")).toEqual(["2026-03-07T07:30:07Z"])
+    expect(ny("20260308T073007Z")).toEqual(["2026-03-07T07:30:07Z", "2026-03-08T07:30:07Z"])
+  })
+
+  it("a start just after the spring-forward gap (the rule anchored earlier for the library) keeps its second", () => {
+    // 07:10:20Z is 03:10:20 EDT on 8 March: 02:30 -> 03:30 EDT is after it and kept
+    expect(starts(rec("FREQ=DAILY;BYHOUR=2;BYMINUTE=30", "America/New_York", "2026-03-08T07:10:20Z"), "2026-03-08T00:00:00Z", 2))
+      .toEqual(["2026-03-08T07:30:20Z", "2026-03-09T06:30:20Z"])
+    // 03:30:20 EDT: 03:30:20, 05:00:20, 05:30:20 EDT (the INTERVAL phase counted from 03:00)
+    expect(
+      starts(rec("FREQ=HOURLY;INTERVAL=2;BYMINUTE=0,30", "America/New_York", "2026-03-08T07:30:20Z"), "2026-03-08T00:00:00Z", 3)
+    ).toEqual(["2026-03-08T07:30:20Z", "2026-03-08T09:00:20Z", "2026-03-08T09:30:20Z"])
   })
 })
 
@@ -825,6 +909,18 @@ describe("rrule-temporal 2.2.7 with a real TZID (pinned; revisit when upgrading)
     ])
   })
 
+  it("keeps DTSTART's second on every occurrence, also with BYHOUR/BYMINUTE (RFC 5545; the module relies on it)", () => {
+    expect(instants("DTSTART;TZID=UTC:20260301T123430\nRRULE:FREQ=HOURLY;BYMINUTE=0,30;COUNT=3", 3)).toEqual([
+      "2026-03-01T13:00:30Z",
+      "2026-03-01T13:30:30Z",
+      "2026-03-01T14:00:30Z"
+    ])
+    expect(instants("DTSTART;TZID=UTC:20260301T123430\nRRULE:FREQ=DAILY;BYHOUR=2,14;BYMINUTE=15;COUNT=2", 2)).toEqual([
+      "2026-03-01T14:15:30Z",
+      "2026-03-02T02:15:30Z"
+    ])
+  })
+
   it("accepts BYMONTHDAY=32 even when strict", () => {
     expect(() =>
       new RRuleTemporal({
@@ -944,12 +1040,14 @@ const simpleText = (s: Simple): string =>
 /**
  * Reference expansion: walks local dates around DTSTART's date, applies the
  * rule's fields and INTERVAL phase (counted from DTSTART's hour, day, week or
- * year) on the wall clock, resolves each local time with Temporal
+ * year) on the wall clock, with DTSTART's second (RFC 5545: no BYSECOND, so
+ * the second comes from DTSTART), resolves each local time with Temporal
  * ("compatible") and keeps the instants in [max(from, dtstart), to).
  */
 const reference = (s: Simple, zone: string, start: number, from: number, to: number): Array<number> => {
-  const dtstart = Math.ceil(start / MINUTE) * MINUTE
+  const dtstart = Math.floor(start / 1000) * 1000
   const dtLocal = localNaive(zone, dtstart)
+  const second = dtLocal - Math.floor(dtLocal / MINUTE) * MINUTE
   const dtDate = Math.floor(dtLocal / DAY) * DAY
   const dtMonday = dtDate - ((new Date(dtDate).getUTCDay() + 6) % 7) * DAY
   const dtHour = Math.floor(dtLocal / HOUR) * HOUR
@@ -975,7 +1073,7 @@ const reference = (s: Simple, zone: string, start: number, from: number, to: num
     for (const h of hours) {
       if (s.freq === "HOURLY" && mod((date + h * HOUR - dtHour) / HOUR, s.interval) !== 0) continue
       for (const m of s.minutes) {
-        const instant = compatible(zone, date + h * HOUR + m * MINUTE)
+        const instant = compatible(zone, date + h * HOUR + m * MINUTE + second)
         if (instant >= dtstart && instant >= from && instant < to) out.add(instant)
       }
     }
