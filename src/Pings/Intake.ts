@@ -11,7 +11,7 @@ import { isUuid, newTimeOrderedId } from "../Domain/Ids.js"
 import { Engine } from "../Engine/Engine.js"
 import type { EngineEvent } from "../Engine/Model.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
-import { prepareOutput } from "./Output.js"
+import { escapeRawControlCharacters, prepareOutput } from "./Output.js"
 import { type OpenRun, pair, type PairingContext, type PingKind } from "./Pairing.js"
 import { RunWriter } from "./RunWriter.js"
 import { FailPingBody, type PingBody, PingQuery, quickBody, StartPingBody, SuccessPingBody } from "./Schemas.js"
@@ -53,6 +53,27 @@ const decoders = {
 const decodeQuery = Schema.decodeUnknownEither(PingQuery)
 
 const MISS: CachedAuth = { _tag: "Miss" }
+
+const NOT_JSON: unique symbol = Symbol("not JSON")
+
+/**
+ * The body's JSON value, or NOT_JSON. Raw control characters inside its strings (a shell script's
+ * hand-built body; a NUL in the output) are read as if escaped rather than lose the ping
+ * (escapeRawControlCharacters, docs/pings.md); a valid body is parsed once, as before.
+ */
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    const escaped = escapeRawControlCharacters(text)
+    if (escaped === undefined) return NOT_JSON
+    try {
+      return JSON.parse(escaped)
+    } catch {
+      return NOT_JSON
+    }
+  }
+}
 
 /** An empty body, as parsed: `{}`. */
 const NO_FIELDS: Record<string, unknown> = {}
@@ -147,9 +168,8 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const parseBody = (request: PingRequest): Either.Either<PingBody, PingReply> => {
       let json: unknown = NO_FIELDS
       if (request.body.trim() !== "") {
-        try {
-          json = JSON.parse(request.body)
-        } catch {
+        json = parseJson(request.body)
+        if (json === NOT_JSON) {
           return Either.left(error(400, "ValidationError", "The request body is not valid JSON. Send a JSON object, or no body.", { path: "" }))
         }
       }

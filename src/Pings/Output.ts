@@ -50,3 +50,41 @@ export const prepareOutput = (raw: string, maxBytes: number): PreparedOutput => 
   while (start < bytes.length && isContinuationByte(bytes[start]!)) start++
   return { output: bytes.subarray(start).toString("utf8"), truncated: true, originalBytes }
 }
+
+/** A character JSON does not allow raw inside a string: U+0000–U+001F. */
+const RAW_CONTROL = /[\u0000-\u001f]/
+
+/**
+ * A ping body whose strings hold raw control characters, made readable by JSON.parse: each one
+ * inside a string becomes its `\u00XX` escape; the rest of the text is kept as it is (tabs and
+ * newlines between values are JSON's own blanks). Undefined when the body has none, so the caller
+ * answers its usual 400.
+ *
+ * JSON forbids these characters raw, but a shell script's hand-built body carries them: the output
+ * of `curl -d "{\"output\":\"$(tail log)\"}"` holds raw newlines, and docs/client.md's awk
+ * script passes a NUL through. Refusing the body would lose the ping, and with it the run; the
+ * output is then cleaned like any other ({@link prepareOutput}: NUL removed). Only called after
+ * JSON.parse has refused the body, so a valid body costs nothing; linear in the body's length.
+ */
+export const escapeRawControlCharacters = (body: string): string | undefined => {
+  if (!RAW_CONTROL.test(body)) return undefined
+  const parts: Array<string> = []
+  let copied = 0
+  let inString = false
+  for (let i = 0; i < body.length; i++) {
+    const c = body.charCodeAt(i)
+    if (!inString) {
+      if (c === 0x22) inString = true
+    } else if (c === 0x5c) {
+      i++ // an escape: the next character is part of it
+    } else if (c === 0x22) {
+      inString = false
+    } else if (c < 0x20) {
+      parts.push(body.slice(copied, i), `\\u${c.toString(16).padStart(4, "0")}`)
+      copied = i + 1
+    }
+  }
+  if (parts.length === 0) return undefined
+  parts.push(body.slice(copied))
+  return parts.join("")
+}

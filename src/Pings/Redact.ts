@@ -72,19 +72,28 @@ const TOKEN_SCHEME = /^(?:Basic|Bearer)[ \t]+(?=\S)/i
 const OPENING_QUOTE = /\\?["'`]?/y
 
 /**
- * Key names, matched on the normalized key (see {@link normalizeKey}) at its END, so
- * `DB_PASSWORD`, `PGPASSWORD`, `x-api-key`, `clientSecret` and `AWS_SECRET_ACCESS_KEY` match while
- * `password_file`, `tokens`, `token_type` and `Passwords` do not.
+ * Key names, matched on the normalized key (see {@link normalizeKey}) at its END, whatever comes
+ * before (`DB_PASSWORD`, `PGPASSWORD`, `yyyypassword`, `x-api-key`, `myapi_key`, `clientSecret`,
+ * `AWS_SECRET_ACCESS_KEY`), while `password_file`, `tokens`, `token_type` and `Passwords` do not.
+ * Only the ambiguous short `pass` and `pwd` need a word before them (`_pass`, `_pwd`): `bypass`.
  */
 const SECRET_KEY =
-  /(?:password|passwd|passphrase|secret|token|apikey|_pass|_pwd|(?:^|_)(?:api|access|secret|private|account|signing|encryption|master)_key|(?:^|_)secret_key_base)$/
+  /(?:password|passwd|passphrase|secret|token|apikey|_pass|_pwd|(?:api|access|secret|private|account|signing|encryption|master)_key|secret_key_base)$/
 
-const AUTHORIZATION_KEY = /(?:^|_)authorization$/
+const AUTHORIZATION_KEY = /authorization$/
 
-/** Longer runs are data (base64, hex, minified code), not names; this also bounds the work per key. */
-const MAX_KEY_LENGTH = 200
+/**
+ * A key is judged by its last characters only: every secret key is told by its ending (the longest,
+ * `secret_key_base` or `_encryption_key`, is 15 characters once normalized), so a key of any length
+ * costs the same, and a long word glued to a keyword (`yyy…ypassword=`, a base64 blob, minified
+ * code) cannot hide the secret after it. There must be no length limit on keys: output is cut to
+ * its END after redaction, so a key left alone for its length would leave `ssword=<secret>`.
+ * The tail keeps a margin before the longest ending, so the camelCase split and the collapsing of
+ * `_-.` runs see the character before the keyword.
+ */
+const KEY_TAIL = 64
 
-/** Every secret key contains one of these as is; most keys in ordinary output do not. */
+/** The tail of every secret key contains one of these as is (any case); most keys in ordinary output do not. */
 const KEYWORD_HINT = /pass|pwd|secret|token|key|authorization/i
 
 /** `DB_PASSWORD`, `db-password`, `db.password`, `dbPassword`, `--db-password` → `db_password`. */
@@ -107,8 +116,9 @@ type KeyKind = "plain" | "authorization"
  *   (`--pass x`) and in tight or `=` forms (`pass=x`, `pass:x`, `pass = x`), not as `pass: x`.
  */
 const classifyKey = (key: string, separator: string): KeyKind | undefined => {
-  if (key.length > MAX_KEY_LENGTH || !KEYWORD_HINT.test(key)) return undefined
-  const normalized = normalizeKey(key)
+  const tail = key.length > KEY_TAIL ? key.slice(-KEY_TAIL) : key
+  if (!KEYWORD_HINT.test(tail)) return undefined
+  const normalized = normalizeKey(tail)
   if (AUTHORIZATION_KEY.test(normalized)) return "authorization"
   if (SECRET_KEY.test(normalized)) return "plain"
   const isFlag = key.startsWith("-")

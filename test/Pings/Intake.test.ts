@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, FastCheck } from "effect"
 import { Engine } from "../../src/Engine/Engine.js"
 import { randomUUID } from "node:crypto"
 import * as v8 from "node:v8"
@@ -10,6 +10,7 @@ import { Intake } from "../../src/Pings/Intake.js"
 import type { RunRow } from "../../src/Pings/Pairing.js"
 import { RunWriter } from "../../src/Pings/RunWriter.js"
 import { call, createMonitor, createOrganization, createToken, sendPing, TestServer } from "../support/fixture.js"
+import { leakedFragment, secretOutput } from "./SecretOutput.js"
 
 const runsOf = (monitorId: string, query = "") =>
   Effect.map(call("GET", `/api/monitors/${monitorId}/runs${query}`), (r) => {
@@ -103,6 +104,68 @@ for (const fastPings of [true, false]) {
           const sql = yield* SqlClient.SqlClient
           const leaks = yield* sql<{ n: number }>`select count(*)::int as n from runs where output like ${"%hunter2%"}`
           expect(leaks[0]!.n).toBe(0)
+        }))
+
+      it.effect("a secret after a long word is redacted before the output is cut to its tail", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor({ maxOutputSizeKb: 1 })
+          const sql = yield* SqlClient.SqlClient
+          // The key is the whole run `yyy…ypassword` (3,000 + 8 characters); only the end of the
+          // output is kept, so a key judged on its full length would leave `ssword=<secret>` behind.
+          const cases = [
+            `${"y".repeat(3000)}password=QXZJ8KV7QXZJ9KV7Q8 ${"z".repeat(900)}`,
+            `${"y".repeat(3000)}DB_PASSWORD: QXZJ8KV7QXZJ9KV7Q9 ${"z".repeat(900)}`,
+            `{"${"y".repeat(3000)}api_key": "QXZJ8KV7QXZJ9KV7Q7", "note": "${"z".repeat(900)}"}`,
+            `${"y".repeat(3000)}authorization: Bearer QXZJ8KV7QXZJ9KV7QX\n${"z".repeat(900)}`
+          ]
+          for (const output of cases) {
+            const sent = yield* sendPing(monitor.id, "fail", { body: { exitCode: 1, output } })
+            expect(sent.status).toBe(200)
+            const run = (yield* runsOf(monitor.id)).find((r) => r.id === sent.body.runId)
+            expect(run.outputTruncated).toBe(true)
+            expect(run.output).toContain("***REDACTED***")
+            expect(run.output).not.toMatch(/[QXZJKV789]{6}/)
+          }
+          const leaks = yield* sql<{ n: number }>`select count(*)::int as n from runs where output like ${"%QXZJ%"}`
+          expect(leaks[0]!.n).toBe(0)
+          // Outputs of the property test in Output.test.ts, through the server (a monitor of its
+          // own: this layer allows bursts of 20 pings per monitor).
+          const sampled = yield* createMonitor({ maxOutputSizeKb: 1 })
+          for (const { output, secrets } of FastCheck.sample(secretOutput, { numRuns: 16, seed: 19 })) {
+            const sent = yield* sendPing(sampled.id, "fail", { body: { exitCode: 1, output } })
+            expect(sent.status).toBe(200)
+            const run = (yield* runsOf(sampled.id)).find((r) => r.id === sent.body.runId)
+            expect(Buffer.byteLength(run.output)).toBeLessThanOrEqual(1024)
+            expect(leakedFragment(run.output, secrets)).toBeUndefined()
+          }
+        }))
+
+      it.effect("NUL characters are removed and lone surrogates become U+FFFD: stored, never a 500", () =>
+        Effect.gen(function*() {
+          const monitor = yield* createMonitor()
+          // Written as JSON escapes, as a client's JSON encoder sends them.
+          const rawBody = String.raw`{"exitCode":3,"output":"before\u0000after \ud800 lone \udc00 end \ud83d\ude00 pass\u0000word=hunter2"}`
+          for (const kind of ["fail", "success"] as const) {
+            const sent = yield* sendPing(monitor.id, kind, { rawBody })
+            expect(sent.status, sent.text).toBe(200)
+            const run = (yield* runsOf(monitor.id)).find((r) => r.id === sent.body.runId)
+            expect(run.status).toBe(kind === "fail" ? "FAIL" : "SUCCESS")
+            expect(run.output).toBe("beforeafter \uFFFD lone \uFFFD end \u{1F600} password=***REDACTED***")
+            expect(run.outputTruncated).toBe(false)
+          }
+          // The same characters raw, unescaped: JSON does not allow them in a string, but a shell
+          // script's hand-built body has them (docs/client.md's curl script passes NUL through awk).
+          const rawNul = `{"exitCode":3,"output":"before\u0000after\tone\ttab\r\nnext line\u0001 password=hunter2"}`
+          for (const kind of ["fail", "success"] as const) {
+            const sent = yield* sendPing(monitor.id, kind, { rawBody: rawNul })
+            expect(sent.status, sent.text).toBe(200)
+            const run = (yield* runsOf(monitor.id)).find((r) => r.id === sent.body.runId)
+            expect(run.output).toBe("beforeafter\tone\ttab\r\nnext line\u0001 password=***REDACTED***")
+          }
+          // Output captured with nothing but NULs is stored as an empty string.
+          const nuls = yield* sendPing(monitor.id, "fail", { rawBody: String.raw`{"output":"\u0000\u0000"}` })
+          expect(nuls.status).toBe(200)
+          expect((yield* runsOf(monitor.id)).find((r) => r.id === nuls.body.runId).output).toBe("")
         }))
 
       it.effect("output of exactly maxOutputSizeKb KiB is kept whole; no capture keeps none", () =>

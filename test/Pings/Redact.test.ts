@@ -189,6 +189,23 @@ const redacted: Record<string, Array<[string, string]>> = {
     ],
     ["ghp_0123456789abcdefghijABCDEFGHIJ012345_token=x", `${R}_token=${R}`]
   ],
+  // A key ending in a secret keyword is a secret key whatever precedes it, however long (a key
+  // over 200 characters used to be left alone, and the output's cut then kept `ssword=<secret>`).
+  "keys glued to the word before them": [
+    ["yyyypassword=hunter2", `yyyypassword=${R}`],
+    [`${"y".repeat(3000)}password=hunter2 rest`, `${"y".repeat(3000)}password=${R} rest`],
+    [`${"Y".repeat(201)}DB_PASSWORD: hunter2`, `${"Y".repeat(201)}DB_PASSWORD: ${R}`],
+    [`${"9".repeat(500)}_token=abc`, `${"9".repeat(500)}_token=${R}`],
+    [`{"${"y".repeat(300)}api_key": "abc"}`, `{"${"y".repeat(300)}api_key": "${R}"}`],
+    ["{\"myapi_key\": \"abc\"}", `{"myapi_key": "${R}"}`],
+    ["xaccess_key=abc", `xaccess_key=${R}`],
+    ["xsecret_key_base=abc", `xsecret_key_base=${R}`],
+    [`${"y".repeat(300)}x-api-key: abc`, `${"y".repeat(300)}x-api-key: ${R}`],
+    ["yyyyauthorization: Basic dXNlcjpwYXNz", `yyyyauthorization: Basic ${R}`],
+    [`${"y".repeat(3000)}Authorization: Bearer abc`, `${"y".repeat(3000)}Authorization: Bearer ${R}`],
+    [`--${"y".repeat(300)}password hunter2 -v`, `--${"y".repeat(300)}password ${R} -v`],
+    [`<${"y".repeat(300)}password>hunter2</${"y".repeat(300)}password>`, `<${"y".repeat(300)}password>${R}</${"y".repeat(300)}password>`]
+  ],
   "several secrets in one output": [
     [
       "+ export DB_PASSWORD=hunter2\n+ curl -H 'Authorization: Bearer abc' https://u:p@x.io/\nok: uploaded 3 files\n",
@@ -231,6 +248,9 @@ const unchanged: Record<string, Array<string>> = {
     "OLDPWD=/",
     "pwd: /tmp",
     "compass=north bypass=1",
+    `${"y".repeat(3000)}pass: 10`,
+    `${"y".repeat(3000)}password_file=/run/secrets/db`,
+    `${"y".repeat(3000)}_tokens=5`,
     "--- PASS: TestLogin (0.01s)",
     "PASS: test_suite",
     "pass: 10 fail: 0"
@@ -282,10 +302,13 @@ const unchanged: Record<string, Array<string>> = {
   ]
 }
 
+/** A test's name: the input as JSON, a long run of one character written `y×3000`. */
+const nameOf = (input: string): string => JSON.stringify(input).replace(/(.)\1{19,}/g, (run, c: string) => `${c}×${run.length}`)
+
 describe("redact", () => {
   for (const [group, cases] of Object.entries(redacted)) {
     describe(group, () => {
-      it.each(cases)("%j", (input, expected) => {
+      it.each(cases.map(([input, expected]) => [nameOf(input), input, expected]))("%s", (_name, input, expected) => {
         expect(redact(input)).toBe(expected)
         expect(redact(expected)).toBe(expected)
       })
@@ -294,7 +317,7 @@ describe("redact", () => {
 
   for (const [group, cases] of Object.entries(unchanged)) {
     describe(`leaves alone: ${group}`, () => {
-      it.each(cases)("%j", (input) => {
+      it.each(cases.map((input) => [nameOf(input), input]))("%s", (_name, input) => {
         expect(redact(input)).toBe(input)
       })
     })
@@ -349,7 +372,9 @@ describe("redact", () => {
       ["a run of '-----BEGIN '", fill("-----BEGIN "), (out) => same(out, fill("-----BEGIN "))],
       ["a run of '<password>'", fill("<password>"), (out) => same(out, fill("<password>"))],
       ["one key and 1 MiB of blanks", "password" + fill(" "), (out) => same(out, "password" + fill(" "))],
-      ["one 1 MiB key in capitals", fill("PASSWORD") + "=x", (out) => same(out, fill("PASSWORD") + "=x")],
+      // A key of any length is judged by its ending: this one ends with PASSWORD.
+      ["one 1 MiB key in capitals", fill("PASSWORD") + "=x", (out) => same(out, fill("PASSWORD") + `=${R}`)],
+      ["one 1 MiB key that is not a secret", fill("PASSWORD") + "_FILE=x", (out) => same(out, fill("PASSWORD") + "_FILE=x")],
       ["one 1 MiB bearer token of dots", "bearer " + fill("."), (out) => same(out, "bearer " + fill("."))],
       ["a run of ' AKIA'", fill(" AKIA"), (out) => same(out, fill(" AKIA"))],
       ["a run of ' ghp_'", fill(" ghp_"), (out) => same(out, fill(" ghp_"))],
@@ -357,7 +382,10 @@ describe("redact", () => {
       ["a run of '/whsec_a'", fill("/whsec_a"), (out) => same(out, fill("/whsec_a"))],
       ["one 1 MiB Slack token", fill("xoxb-"), (out) => same(out, R)],
       ["a run of AWS key ids", fill("AKIAIOSFODNN7EXAMPLE "), (out) => same(out, `${R} `.repeat(times("AKIAIOSFODNN7EXAMPLE ")))],
-      ["one 1 MiB XML element name", `<${fill("password")}>x</${fill("password")}>`, (out) => same(out, `<${fill("password")}>x</${fill("password")}>`)]
+      ["one 1 MiB XML element name", `<${fill("password")}>x</${fill("password")}>`, (out) => same(out, `<${fill("password")}>${R}</${fill("password")}>`)],
+      ["a run of 1 MiB glued to 'password=x'", fill("y1_") + "password=x", (out) => same(out, fill("y1_") + `password=${R}`)],
+      ["a run of long keys", fill(`${"y".repeat(100)}Password=x `), (out) => same(out, `${"y".repeat(100)}Password=${R} `.repeat(times(`${"y".repeat(100)}Password=x `)))],
+      ["a run of long keys that are not secrets", fill(`${"y".repeat(100)}Passwords=x `), (out) => same(out, fill(`${"y".repeat(100)}Passwords=x `))]
     ]
     it.each(cases)("%s", (_name, input, check) => {
       const out = redact(input)
