@@ -4,12 +4,20 @@ import { Effect, Exit, Layer, Scope, TestClock } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import { Webhooks } from "../../src/Delivery/Webhooks.js"
+import { Engine } from "../../src/Engine/Engine.js"
 import { Events } from "../../src/Events/Events.js"
 import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, TestServer } from "../support/fixture.js"
 import { defaultOrg, raise } from "../Incidents/support.js"
 import { receiver } from "./receiver.js"
 
 const flush = Effect.flatMap(Webhooks, (w) => w.flush)
+
+/** Lets the monitors' actors finish judging the pings already answered (they write through the real database). */
+const settleEngine = Effect.gen(function*() {
+  const engine = yield* Engine
+  yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+  yield* engine.idle
+})
 
 const createWebhook = (body: Record<string, unknown>) =>
   Effect.gen(function*() {
@@ -180,6 +188,61 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       expect(bodyLow.data.incident).toMatchObject({ monitorId: b.id, severity: "LOW" })
       expect(yield* deliveriesOf(resolvedOnly.id)).toHaveLength(0)
       expect(target.received).toHaveLength(2)
+    })))
+
+  it.effect("incident.acknowledged, incident.note_added and incident.resolved (by a user, and by a successful run) name their monitor", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const monitor = yield* createMonitor({ name: "invoice export", schedule: { type: "cron", expression: "15 4 * * *" } })
+      const unrelated = yield* createMonitor({ name: "unrelated" })
+      yield* createWebhook({
+        url: target.url,
+        events: ["incident.acknowledged", "incident.resolved", "incident.note_added"],
+        filters: { monitorIds: [monitor.id] }
+      })
+      const summary = { id: monitor.id, name: "invoice export", schedule: { type: "cron", expression: "15 4 * * *" } }
+      // A failed run opens FAIL; a user acknowledges it, adds a note and resolves it.
+      expect((yield* call("POST", `/api/ping/${monitor.id}/fail`, { body: { exitCode: 3 } })).status).toBe(200)
+      yield* settleEngine
+      const [first] = (yield* call("GET", `/api/incidents?monitorId=${monitor.id}`)).body.incidents
+      expect(first).toMatchObject({ type: "FAIL", status: "OPEN" })
+      expect((yield* call("POST", `/api/incidents/${first.id}/acknowledge`, { body: { note: "on it" } })).status).toBe(200)
+      expect((yield* call("POST", `/api/incidents/${first.id}/notes`, { body: { note: "rolled back" } })).status).toBe(201)
+      expect((yield* call("POST", `/api/incidents/${first.id}/resolve`)).status).toBe(200)
+      // The next failure is resolved by the service when a run succeeds (autoResolve).
+      expect((yield* call("POST", `/api/ping/${monitor.id}/fail`)).status).toBe(200)
+      yield* settleEngine
+      const [second] = (yield* call("GET", `/api/incidents?monitorId=${monitor.id}&status=OPEN`)).body.incidents
+      expect(second.id).not.toBe(first.id)
+      expect((yield* call("POST", `/api/ping/${monitor.id}/success`)).status).toBe(200)
+      yield* settleEngine
+      expect((yield* call("GET", `/api/incidents/${second.id}`)).body.status).toBe("RESOLVED")
+      // Another monitor's acknowledgement does not pass the filter.
+      expect((yield* call("POST", `/api/ping/${unrelated.id}/fail`)).status).toBe(200)
+      yield* settleEngine
+      const [other] = (yield* call("GET", `/api/incidents?monitorId=${unrelated.id}`)).body.incidents
+      expect((yield* call("POST", `/api/incidents/${other.id}/acknowledge`)).status).toBe(200)
+      yield* flush
+
+      const got = target.received.map((r) => r.body)
+      expect(got.map((b) => [b.event, b.data.incident.id])).toEqual([
+        ["incident.acknowledged", first.id],
+        ["incident.note_added", first.id],
+        ["incident.resolved", first.id],
+        ["incident.resolved", second.id]
+      ])
+      for (const body of got) {
+        expect(body.data.incident.monitorId).toBe(monitor.id)
+        expect(body.data.incident.monitor).toEqual(summary)
+      }
+      // The spec's fields are unchanged beside them.
+      expect(got[0].data).toMatchObject({ incident: { status: "ACKNOWLEDGED" }, acknowledgedBy: { name: "Admin" }, note: "on it" })
+      expect(got[2].data).toMatchObject({ incident: { status: "RESOLVED" }, resolvedBy: { name: "Admin" }, note: null })
+      expect(got[3].data).toMatchObject({
+        incident: { status: "RESOLVED", mttrSeconds: expect.any(Number) },
+        resolvedBy: { userId: null, name: "system" },
+        note: "a successful run"
+      })
     })))
 
   it.effect("test delivery: 200 with the record of a webhook.test event, delivered at once", () =>
