@@ -12,7 +12,7 @@ import { defaultOrg, eventsAbout, raise } from "./support.js"
 const HOUR = 3_600_000
 
 /** The monitor as incident.* events name it (docs/events.md). */
-const summaryOf = (monitor: { id: string; name: string; schedule: { type: string; expression: string } }) => ({
+const summaryOf = (monitor: { id: string; [key: string]: any }) => ({
   id: monitor.id,
   name: monitor.name,
   schedule: { type: monitor.schedule.type, expression: monitor.schedule.expression }
