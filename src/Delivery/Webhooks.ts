@@ -1,8 +1,9 @@
 import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { Clock, Deferred, Effect, Queue, Stream } from "effect"
 import { randomUUID } from "node:crypto"
+import Pg from "pg"
 import { AppConfig } from "../Config.js"
+import { Database } from "../Db/Database.js"
 import { Conflict, notFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
 import { type EventRow } from "../Events/EventsRepo.js"
@@ -212,7 +213,7 @@ const MAX_NAMED_IDS = 5
 export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
   scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const pg = yield* PgClient.PgClient
+    const database = yield* Database
     const config = yield* AppConfig
     const intake = yield* Intake
     const allowPrivateTargets = config.allowPrivateTargets
@@ -333,19 +334,34 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
 
     /**
      * ping.received events are written only while some webhook subscribes to them, and only for
-     * the monitors such a webhook can receive: all of them when one has no monitor filter.
+     * the monitors such a webhook can receive: every monitor of its organization when it has no
+     * monitor filter (one organization's choice costs the others nothing), else those it names.
+     *
+     * Cheap enough for every pass: the subscription version (sql/0020, moved by a trigger in the
+     * transaction of any change to a webhook's subscription) is read first, and the webhooks only
+     * when it moved since the last sync. Read before the webhooks, so the state applied is at least
+     * as new as the version remembered (at worst one sync more). One sync at a time: a slow one
+     * could otherwise apply an older state after a newer one (the API's sync after a change, and
+     * the worker's pass, run side by side).
      */
-    const syncPingEvents = Effect.gen(function*() {
+    const syncLock = yield* Effect.makeSemaphore(1)
+    let syncedVersion: string | undefined = undefined
+    const syncPingEvents = syncLock.withPermits(1)(Effect.gen(function*() {
+      const [current] = yield* sql<{ version: string }>`select version from ping_subscription_version where id = 1`
+      if (current !== undefined && current.version === syncedVersion) return
       // Only the webhook's own organization's monitors: a filter saved before ids were checked
       // (or naming a monitor that moved on) turns on nothing elsewhere.
-      const rows = yield* sql<{ every_monitor: boolean; monitor_ids: ReadonlyArray<string> }>`
-        select cardinality(w.filter_monitor_ids) = 0 as every_monitor,
+      const rows = yield* sql<{ org_id: string; every_monitor: boolean; monitor_ids: ReadonlyArray<string> }>`
+        select w.org_id, cardinality(w.filter_monitor_ids) = 0 as every_monitor,
           array(select m.id from monitors m where m.id = any(w.filter_monitor_ids) and m.org_id = w.org_id) as monitor_ids
         from webhooks w where ${subscribedToPings}`
-      yield* intake.setPingEvents(
-        rows.length === 0 ? "none" : rows.some((r) => r.every_monitor) ? "all" : new Set(rows.flatMap((r) => r.monitor_ids))
-      )
-    }).pipe(Effect.orDie)
+      yield* intake.setPingEvents({
+        orgs: new Set(rows.filter((r) => r.every_monitor).map((r) => r.org_id)),
+        monitors: new Set(rows.filter((r) => !r.every_monitor).flatMap((r) => r.monitor_ids))
+      })
+      // No version row (removed by hand): read the webhooks on every pass.
+      syncedVersion = current?.version
+    })).pipe(Effect.orDie)
 
     const findRow = (orgId: string, id: string) =>
       Effect.gen(function*() {
@@ -1004,8 +1020,9 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
      * before produced, so neither waits for the other.
      */
     const pass = Effect.gen(function*() {
-      // Which pings record events: another instance may have changed the subscriptions (its change
-      // woke this worker through the trigger on webhooks, sql/0012).
+      // Which pings record events: another instance may have changed the subscriptions. Its change
+      // woke this worker (sql/0012), but a lost notification must not matter: every pass compares
+      // the subscription version (sql/0020), however it was woken (notification, retry, poll).
       yield* syncPingEvents
       for (;;) {
         const [events] = yield* Effect.all([fanOutBatch, sendDue], { concurrency: "unbounded" })
@@ -1023,9 +1040,43 @@ export class Webhooks extends Effect.Service<Webhooks>()("jobmon/Webhooks", {
 
     const wake = yield* Queue.unbounded<Deferred.Deferred<void> | undefined>()
 
+    /**
+     * This instance's LISTEN connection, as a stream of wake-ups that fails when the connection is
+     * lost. (The sql-pg client's own `listen` keeps a lost connection without a word: its stream
+     * neither ends nor fails, notifications just stop, and every alert then waited for the safety
+     * poll until a restart.) Its first element comes once LISTEN is in place: what was notified
+     * while no connection listened is caught up by the pass it starts.
+     */
+    const wakeups = Stream.asyncPush<void, Error>((emit) =>
+      Effect.gen(function*() {
+        const client = new Pg.Client(database.pool.options)
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            client.removeAllListeners()
+            client.on("error", () => {})
+            void client.end().catch(() => {})
+          })
+        )
+        client.on("error", (e) => emit.fail(e))
+        client.on("end", () => emit.fail(new Error("the LISTEN connection closed")))
+        client.on("notification", (n) => {
+          if (n.channel === WAKE_CHANNEL) emit.single(undefined)
+        })
+        // interruptible: a shutdown does not wait for a connection that does not come
+        yield* Effect.tryPromise({
+          try: async () => {
+            await client.connect()
+            await client.query(`LISTEN ${WAKE_CHANNEL}`)
+          },
+          catch: (cause) => (cause instanceof Error ? cause : new Error(String(cause)))
+        })
+        emit.single(undefined)
+      })
+    )
+
     // Woken by PostgreSQL (a trigger notifies on every write of events or deliveries, from any
     // instance); the Clock-timed sleep only waits for retries, rate windows, and as a safety poll.
-    yield* pg.listen(WAKE_CHANNEL).pipe(
+    yield* wakeups.pipe(
       Stream.runForEach(() => Queue.offer(wake, undefined)),
       Effect.catchAllCause((cause) => Effect.logWarning("delivery LISTEN lost; polling until it is back", cause)),
       Effect.zipRight(Effect.sleep(LISTEN_RETRY)),

@@ -38,20 +38,29 @@ export type IncidentOpenedData = {
   }
 }
 
+/**
+ * Which monitor an incident is about, on every incident.* event (beyond the spec's fields for
+ * acknowledged and resolved: additive, so a receiver can act without calling back).
+ */
+export type IncidentMonitor = {
+  readonly monitorId: string
+  readonly monitor: MonitorSummary
+}
+
 export type IncidentAcknowledgedData = {
-  readonly incident: { readonly id: string; readonly status: Incident["status"] }
+  readonly incident: { readonly id: string; readonly status: Incident["status"] } & IncidentMonitor
   readonly acknowledgedBy: { readonly userId: string | null; readonly name: string; readonly email: string | null }
   readonly note: string | null
 }
 
 export type IncidentResolvedData = {
-  readonly incident: { readonly id: string; readonly status: Incident["status"]; readonly mttrSeconds: number }
+  readonly incident: { readonly id: string; readonly status: Incident["status"]; readonly mttrSeconds: number } & IncidentMonitor
   readonly resolvedBy: { readonly userId: string | null; readonly name: string }
   readonly note: string | null
 }
 
 export type IncidentNoteAddedData = {
-  readonly incident: { readonly id: string; readonly status: Incident["status"]; readonly monitorId: string }
+  readonly incident: { readonly id: string; readonly status: Incident["status"] } & IncidentMonitor
   readonly note: { readonly at: string; readonly text: string; readonly by: string }
   readonly addedBy: { readonly userId: string | null; readonly name: string; readonly email: string | null }
 }
@@ -99,9 +108,15 @@ export const incidentOpened = (orgId: string, incident: Incident, monitor: Monit
   }
 }
 
-export const incidentAcknowledged = (orgId: string, incident: Incident, by: Actor, note: string | null): EventInput => {
+export const incidentAcknowledged = (
+  orgId: string,
+  incident: Incident,
+  monitor: MonitorSummary,
+  by: Actor,
+  note: string | null
+): EventInput => {
   const data: IncidentAcknowledgedData = {
-    incident: { id: incident.id, status: incident.status },
+    incident: { id: incident.id, status: incident.status, monitorId: incident.monitorId, monitor },
     acknowledgedBy: { userId: by.userId, name: by.name, email: by.email },
     note
   }
@@ -115,9 +130,21 @@ export const incidentAcknowledged = (orgId: string, incident: Incident, by: Acto
   }
 }
 
-export const incidentResolved = (orgId: string, incident: Incident, by: Actor, note: string | null): EventInput => {
+export const incidentResolved = (
+  orgId: string,
+  incident: Incident,
+  monitor: MonitorSummary,
+  by: Actor,
+  note: string | null
+): EventInput => {
   const data: IncidentResolvedData = {
-    incident: { id: incident.id, status: incident.status, mttrSeconds: incident.mttrSeconds ?? 0 },
+    incident: {
+      id: incident.id,
+      status: incident.status,
+      mttrSeconds: incident.mttrSeconds ?? 0,
+      monitorId: incident.monitorId,
+      monitor
+    },
     resolvedBy: { userId: by.userId, name: by.name },
     note
   }
@@ -134,11 +161,12 @@ export const incidentResolved = (orgId: string, incident: Incident, by: Actor, n
 export const incidentNoteAdded = (
   orgId: string,
   incident: Incident,
+  monitor: MonitorSummary,
   note: { readonly at: string; readonly text: string; readonly by: string },
   by: Actor
 ): EventInput => {
   const data: IncidentNoteAddedData = {
-    incident: { id: incident.id, status: incident.status, monitorId: incident.monitorId },
+    incident: { id: incident.id, status: incident.status, monitorId: incident.monitorId, monitor },
     note,
     addedBy: { userId: by.userId, name: by.name, email: by.email }
   }

@@ -180,8 +180,10 @@ export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
           }
           const notes = yield* repo.notesOf(rows.map((r) => r.id))
           const incidents = rows.map((row) => toIncident(row, notes))
+          // every row is of input.monitorId
+          const monitor = yield* summaryOf(input.monitorId)
           yield* events.recordMany(
-            rows.map((row, i) => incidentResolved(row.org_id, incidents[i]!, SYSTEM, reason === "" ? null : reason))
+            rows.map((row, i) => incidentResolved(row.org_id, incidents[i]!, monitor, SYSTEM, reason === "" ? null : reason))
           )
           return incidents
         })
@@ -231,7 +233,7 @@ export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
       id: string,
       note: string | null | undefined,
       change: (row: IncidentRow, at: Date, by: Actor) => Effect.Effect<IncidentRow | undefined, Conflict>,
-      eventOf: (orgId: string, incident: Incident, by: Actor, note: string | null) => EventInput,
+      eventOf: (orgId: string, incident: Incident, monitor: MonitorSummary, by: Actor, note: string | null) => EventInput,
       noteAt: (row: IncidentRow) => Date
     ) =>
       Effect.gen(function*() {
@@ -247,7 +249,8 @@ export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
             if (row === undefined) return yield* incidentNotFound(id)
             if (text !== null) yield* repo.insertNote(row.id, noteAt(row), text, by.userId, by.name)
             const incident = yield* withNotes(row)
-            yield* events.record(eventOf(principal.orgId, incident, by, text))
+            const monitor = yield* summaryOf(row.monitor_id)
+            yield* events.record(eventOf(principal.orgId, incident, monitor, by, text))
             return row
           })
         ).pipe(Effect.catchTag("SqlError", (e) => Effect.die(e)))
@@ -304,8 +307,15 @@ export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
             if (row === undefined) return yield* incidentNotFound(id)
             const stored = yield* repo.insertNote(row.id, at, text, by.userId, by.name)
             const incident = yield* withNotes(row)
+            const monitor = yield* summaryOf(row.monitor_id)
             yield* events.record(
-              incidentNoteAdded(principal.orgId, incident, { at: stored.at.toISOString(), text: stored.text, by: stored.user_name }, by)
+              incidentNoteAdded(
+                principal.orgId,
+                incident,
+                monitor,
+                { at: stored.at.toISOString(), text: stored.text, by: stored.user_name },
+                by
+              )
             )
             return incident
           })

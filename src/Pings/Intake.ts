@@ -13,7 +13,7 @@ import type { EngineEvent } from "../Engine/Model.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
 import { escapeRawControlCharacters, prepareOutput } from "./Output.js"
 import { type OpenRun, pair, type PairingContext, type PingKind } from "./Pairing.js"
-import { RunWriter } from "./RunWriter.js"
+import { type PingEventScope, RunWriter } from "./RunWriter.js"
 import { FailPingBody, type PingBody, PingQuery, quickBody, StartPingBody, SuccessPingBody } from "./Schemas.js"
 
 /**
@@ -357,10 +357,15 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const submitEffect = (request: PingRequest) => Effect.async<PingReply>((resume) => submit(request, (r) => resume(Effect.succeed(r))))
 
     /**
-     * Which pings record a ping.received event: none, all, or those of these monitors (the
-     * webhooks that subscribe to them and the monitors their filters name).
+     * Which pings record a ping.received event: none, or those of the scope's organizations (every
+     * monitor of an organization where a webhook subscribes without a monitor filter) and monitors
+     * (those a subscribed webhook's filter names). Decided by the webhooks (Webhooks' sync); an
+     * empty scope is "none".
      */
-    const setPingEvents = (which: "none" | "all" | ReadonlySet<string>) => Effect.sync(() => void (writer.pingEvents = which))
+    const setPingEvents = (scope: "none" | PingEventScope) =>
+      Effect.sync(() =>
+        void (writer.pingEvents = scope === "none" || (scope.orgs.size === 0 && scope.monitors.size === 0) ? "none" : scope)
+      )
 
     /** Whether some pings record ping.received events now. */
     const pingEventsOn = () => writer.pingEvents !== "none"

@@ -191,6 +191,16 @@ const laneOf = (monitorId: string, lanes: number): number => {
   return (h >>> 0) % lanes
 }
 
+/**
+ * The pings that record a ping.received event: every monitor's of these organizations (one of their
+ * webhooks subscribes with no monitor filter), and these monitors' (named by a subscribed webhook's
+ * filter). Two Set lookups per ping, no query.
+ */
+export interface PingEventScope {
+  readonly orgs: ReadonlySet<string>
+  readonly monitors: ReadonlySet<string>
+}
+
 export class RunWriter {
   private readonly lanes: Array<Lane>
   private closed = false
@@ -198,9 +208,9 @@ export class RunWriter {
   readonly stats: RunWriterStats = { batches: 0, rows: 0, largestBatch: 0 }
   /**
    * Which pings get a ping.received event (only while someone subscribes: it is high volume): none,
-   * every monitor's, or those of the monitors that the subscribing webhooks' filters name.
+   * or those of the organizations and monitors of the scope (Intake.setPingEvents).
    */
-  pingEvents: "none" | "all" | ReadonlySet<string> = "none"
+  pingEvents: "none" | PingEventScope = "none"
 
   /**
    * `lanes` batches may be in flight at once, each on its own connection. More than one only pays
@@ -303,7 +313,9 @@ export class RunWriter {
     if (byId.size < rows.length) rows = [...byId.values()]
     const n = rows.length
     const only = this.pingEvents
-    const events = only === "none" ? [] : only === "all" ? batch : batch.filter((p) => only.has(p.row.monitorId))
+    const events = only === "none"
+      ? []
+      : batch.filter((p) => only.orgs.has(p.row.orgId) || only.monitors.has(p.row.monitorId))
     const query = events.length > 0
       ? { name: "jobmon_runs_upsert_events", text: UPSERT_WITH_EVENTS, values: [...columnsOf(rows), ...eventColumnsOf(events)] }
       : { name: "jobmon_runs_upsert", text: UPSERT, values: columnsOf(rows) }

@@ -4,12 +4,29 @@ import { Effect, Exit, Layer, Scope, TestClock } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import { Webhooks } from "../../src/Delivery/Webhooks.js"
+import { Engine } from "../../src/Engine/Engine.js"
 import { Events } from "../../src/Events/Events.js"
-import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, TestServer } from "../support/fixture.js"
+import {
+  AppOn,
+  call,
+  createMonitor,
+  createOrganization,
+  makeTestDatabase,
+  newAdminToken,
+  TestServer,
+  validMonitor
+} from "../support/fixture.js"
 import { defaultOrg, raise } from "../Incidents/support.js"
 import { receiver } from "./receiver.js"
 
 const flush = Effect.flatMap(Webhooks, (w) => w.flush)
+
+/** Lets the monitors' actors finish judging the pings already answered (they write through the real database). */
+const settleEngine = Effect.gen(function*() {
+  const engine = yield* Engine
+  yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+  yield* engine.idle
+})
 
 const createWebhook = (body: Record<string, unknown>) =>
   Effect.gen(function*() {
@@ -182,6 +199,61 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       expect(target.received).toHaveLength(2)
     })))
 
+  it.effect("incident.acknowledged, incident.note_added and incident.resolved (by a user, and by a successful run) name their monitor", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const monitor = yield* createMonitor({ name: "invoice export", schedule: { type: "cron", expression: "15 4 * * *" } })
+      const unrelated = yield* createMonitor({ name: "unrelated" })
+      yield* createWebhook({
+        url: target.url,
+        events: ["incident.acknowledged", "incident.resolved", "incident.note_added"],
+        filters: { monitorIds: [monitor.id] }
+      })
+      const summary = { id: monitor.id, name: "invoice export", schedule: { type: "cron", expression: "15 4 * * *" } }
+      // A failed run opens FAIL; a user acknowledges it, adds a note and resolves it.
+      expect((yield* call("POST", `/api/ping/${monitor.id}/fail`, { body: { exitCode: 3 } })).status).toBe(200)
+      yield* settleEngine
+      const [first] = (yield* call("GET", `/api/incidents?monitorId=${monitor.id}`)).body.incidents
+      expect(first).toMatchObject({ type: "FAIL", status: "OPEN" })
+      expect((yield* call("POST", `/api/incidents/${first.id}/acknowledge`, { body: { note: "on it" } })).status).toBe(200)
+      expect((yield* call("POST", `/api/incidents/${first.id}/notes`, { body: { note: "rolled back" } })).status).toBe(201)
+      expect((yield* call("POST", `/api/incidents/${first.id}/resolve`)).status).toBe(200)
+      // The next failure is resolved by the service when a run succeeds (autoResolve).
+      expect((yield* call("POST", `/api/ping/${monitor.id}/fail`)).status).toBe(200)
+      yield* settleEngine
+      const [second] = (yield* call("GET", `/api/incidents?monitorId=${monitor.id}&status=OPEN`)).body.incidents
+      expect(second.id).not.toBe(first.id)
+      expect((yield* call("POST", `/api/ping/${monitor.id}/success`)).status).toBe(200)
+      yield* settleEngine
+      expect((yield* call("GET", `/api/incidents/${second.id}`)).body.status).toBe("RESOLVED")
+      // Another monitor's acknowledgement does not pass the filter.
+      expect((yield* call("POST", `/api/ping/${unrelated.id}/fail`)).status).toBe(200)
+      yield* settleEngine
+      const [other] = (yield* call("GET", `/api/incidents?monitorId=${unrelated.id}`)).body.incidents
+      expect((yield* call("POST", `/api/incidents/${other.id}/acknowledge`)).status).toBe(200)
+      yield* flush
+
+      const got = target.received.map((r) => r.body)
+      expect(got.map((b) => [b.event, b.data.incident.id])).toEqual([
+        ["incident.acknowledged", first.id],
+        ["incident.note_added", first.id],
+        ["incident.resolved", first.id],
+        ["incident.resolved", second.id]
+      ])
+      for (const body of got) {
+        expect(body.data.incident.monitorId).toBe(monitor.id)
+        expect(body.data.incident.monitor).toEqual(summary)
+      }
+      // The spec's fields are unchanged beside them.
+      expect(got[0].data).toMatchObject({ incident: { status: "ACKNOWLEDGED" }, acknowledgedBy: { name: "Admin" }, note: "on it" })
+      expect(got[2].data).toMatchObject({ incident: { status: "RESOLVED" }, resolvedBy: { name: "Admin" }, note: null })
+      expect(got[3].data).toMatchObject({
+        incident: { status: "RESOLVED", mttrSeconds: expect.any(Number) },
+        resolvedBy: { userId: null, name: "system" },
+        note: "a successful run"
+      })
+    })))
+
   it.effect("test delivery: 200 with the record of a webhook.test event, delivered at once", () =>
     Effect.scoped(Effect.gen(function*() {
       const target = yield* receiver([204])
@@ -322,6 +394,43 @@ layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("webhook 
       expect(yield* eventsOf(other.id)).toBe(1)
     })))
 
+  it.effect("a ping.received webhook without a monitor filter turns ping events on for its own organization's monitors only", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const tenant = yield* createOrganization("ping-tenant")
+      const asTenant = { token: tenant.token }
+      const theirs = yield* call("POST", "/api/monitors", { ...asTenant, body: validMonitor({ name: "tenant job" }) })
+      expect(theirs.status, theirs.text).toBe(201)
+      const ours = yield* createMonitor({ name: "our job" })
+      const pingEventsOf = (monitorId: string, token?: string) =>
+        Effect.map(
+          call("GET", `/api/events?type=ping.received&monitorId=${monitorId}`, token === undefined ? {} : { token }),
+          (r) => {
+            expect(r.status).toBe(200)
+            return r.body.events.length as number
+          }
+        )
+      // The other organization subscribes to every one of its monitors' pings.
+      const hook = yield* call("POST", "/api/webhooks", { ...asTenant, body: { url: target.url, events: ["ping.received"] } })
+      expect(hook.status, hook.text).toBe(201)
+      expect((yield* call("POST", `/api/ping/${theirs.body.id}/success`, asTenant)).status).toBe(200)
+      expect((yield* call("POST", `/api/ping/${ours.id}/success`)).status).toBe(200)
+      // A 200 comes after the commit: the tenant's ping has its event, ours records none.
+      expect(yield* pingEventsOf(theirs.body.id, tenant.token)).toBe(1)
+      expect(yield* pingEventsOf(ours.id)).toBe(0)
+      // Our own webhook without a monitor filter turns ours on.
+      const own = yield* createWebhook({ url: target.url, events: ["ping.received"] })
+      expect((yield* call("POST", `/api/ping/${ours.id}/success`)).status).toBe(200)
+      expect(yield* pingEventsOf(ours.id)).toBe(1)
+      // The tenant unsubscribes: its pings stop recording; ours go on.
+      expect((yield* call("DELETE", `/api/webhooks/${hook.body.id}`, asTenant)).status).toBe(204)
+      expect((yield* call("POST", `/api/ping/${theirs.body.id}/success`, asTenant)).status).toBe(200)
+      expect((yield* call("POST", `/api/ping/${ours.id}/success`)).status).toBe(200)
+      expect(yield* pingEventsOf(theirs.body.id, tenant.token)).toBe(1)
+      expect(yield* pingEventsOf(ours.id)).toBe(2)
+      expect((yield* call("DELETE", `/api/webhooks/${own.id}`)).status).toBe(204)
+    })))
+
   it.effect("ping.received: deliveries are made as the webhook can take them (100 a minute), oldest pings first, none lost", () =>
     Effect.scoped(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
@@ -446,6 +555,51 @@ const verifiesAt = (librarySecret: string, raw: Buffer, headers: object, receive
     Date.now = realNow
   }
 }
+
+// Real time here: the worker's safety poll (30 s) is what a lost LISTEN connection used to cost.
+layer(TestServer({ allowPrivateTargets: true }), { excludeTestServices: true, timeout: 120_000 })("the delivery LISTEN connection", (it) => {
+  it.effect("dropped by the database: the worker listens again, and an alert notified meanwhile leaves without waiting for the safety poll", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const target = yield* receiver([200])
+      const monitor = yield* createMonitor()
+      yield* createWebhook({ url: target.url, events: ["incident.opened"] })
+      const listener = Effect.map(
+        sql<{ pid: number }>`
+          select pid from pg_stat_activity
+          where datname = current_database() and query ilike 'listen %' and pid <> pg_backend_pid()`,
+        (rows) => rows[0]?.pid
+      ).pipe(Effect.orDie)
+      const waitFor = <A>(what: Effect.Effect<A>, done: (a: A) => boolean, ms: number) =>
+        Effect.gen(function*() {
+          const deadline = Date.now() + ms
+          let value = yield* what
+          while (!done(value) && Date.now() < deadline) {
+            yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+            value = yield* what
+          }
+          return value
+        })
+      const first = yield* waitFor(listener, (pid) => pid !== undefined, 10_000)
+      expect(first).toBeDefined()
+      yield* sql`select pg_terminate_backend(${first!})`.pipe(Effect.orDie)
+      expect(yield* waitFor(listener, (pid) => pid !== first, 10_000)).not.toBe(first)
+      // No instance listens now: this incident's notification reaches nobody.
+      const t0 = Date.now()
+      const { incident } = yield* raise(monitor.id)
+      const received = Effect.sync(() => target.received.length)
+      expect(yield* waitFor(received, (n) => n === 1, 10_000)).toBe(1)
+      expect(target.received[0]!.body.data.incident.id).toBe(incident.id)
+      expect(Date.now() - t0).toBeLessThan(10_000)
+      // Listening again: the next alert is woken by its notification.
+      const again = yield* waitFor(listener, (pid) => pid !== undefined && pid !== first, 10_000)
+      expect(again).toBeDefined()
+      expect(again).not.toBe(first)
+      const other = yield* createMonitor()
+      yield* raise(other.id)
+      expect(yield* waitFor(received, (n) => n === 2, 5_000)).toBe(2)
+    })))
+})
 
 layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("Standard Webhooks signature", (it) => {
   it.effect("the official library verifies webhook-id, webhook-timestamp and webhook-signature; a receiver refuses a stale timestamp", () =>
@@ -642,5 +796,68 @@ it.effect("two service instances: a ping.received subscription made on one turns
     }
     const settled = yield* recorded
     for (let i = 0; i < 5; i++) yield* pingB
+    expect(yield* recorded).toBe(settled)
+  }).pipe(Effect.scoped), 120_000)
+
+it.effect("two service instances: a ping.received subscription whose notification is lost still reaches the other within one worker pass", () =>
+  Effect.gen(function*() {
+    const db = yield* makeTestDatabase()
+    const token = newAdminToken()
+    const target = yield* receiver([200])
+    const start = Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+      return yield* Layer.buildWithScope(AppOn(db.url, token, { allowPrivateTargets: true, pingBurst: 100_000 }), scope)
+    })
+    const a = yield* start
+    const b = yield* start
+    const onA = <X, E>(effect: Effect.Effect<X, E, any>) => Effect.provide(effect, a) as Effect.Effect<X, E>
+    const onB = <X, E>(effect: Effect.Effect<X, E, any>) => Effect.provide(effect, b) as Effect.Effect<X, E>
+    const sql = onA(SqlClient.SqlClient)
+    const monitor = yield* onA(createMonitor())
+    const recorded = onA(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.map(sql<{ n: number }>`select count(*)::int as n from ping_events where monitor_id = ${monitor.id}`, (rows) => rows[0]!.n)
+    ).pipe(Effect.orDie))
+    const pingB = Effect.gen(function*() {
+      const r = yield* onB(call("POST", `/api/ping/${monitor.id}/success`, { body: { durationMs: 5 } }))
+      expect(r.status).toBe(200)
+    })
+    /**
+     * Changes a webhook in the database (as an operator's SQL would) with the wake-up trigger of
+     * sql/0012 off for the statement: no instance is notified.
+     */
+    const changeSilently = (statement: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, unknown>) =>
+      Effect.flatMap(sql, (sql) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`alter table webhooks disable trigger webhooks_subscription_notify`
+          yield* statement(sql)
+          yield* sql`alter table webhooks enable trigger webhooks_subscription_notify`
+        }))).pipe(Effect.orDie)
+    const hook = yield* onA(createWebhook({ url: target.url, events: ["incident.opened"] }))
+    yield* onA(flush)
+    yield* onB(flush)
+    yield* pingB
+    expect(yield* recorded).toBe(0)
+
+    // Subscribed without a notification; no flush either: B's own next pass (its 30 s safety poll,
+    // on the TestClock) turns its pings' events on.
+    yield* changeSilently((sql) => sql`update webhooks set events = array_append(events, 'ping.received') where id = ${hook.id}`)
+    yield* pingB
+    expect(yield* recorded).toBe(0)
+    yield* TestClock.adjust("30 seconds")
+    let on = false
+    for (let i = 0; i < 150 && !on; i++) {
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+      const before = yield* recorded
+      yield* pingB
+      on = (yield* recorded) > before
+    }
+    expect(on).toBe(true)
+
+    // Unsubscribed (deleted by hand) without a notification: one pass of B's worker turns them off.
+    yield* changeSilently((sql) => sql`update webhooks set deleted_at = now() where id = ${hook.id}`)
+    yield* onB(flush)
+    const settled = yield* recorded
+    for (let i = 0; i < 3; i++) yield* pingB
     expect(yield* recorded).toBe(settled)
   }).pipe(Effect.scoped), 120_000)

@@ -11,6 +11,13 @@ import { defaultOrg, eventsAbout, raise } from "./support.js"
 
 const HOUR = 3_600_000
 
+/** The monitor as incident.* events name it (docs/events.md). */
+const summaryOf = (monitor: { id: string; [key: string]: any }) => ({
+  id: monitor.id,
+  name: monitor.name,
+  schedule: { type: monitor.schedule.type, expression: monitor.schedule.expression }
+})
+
 layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("incidents API", (it) => {
   it.effect("a raised incident has the spec's fields, reads back through the API, and writes incident.opened", () =>
     Effect.gen(function*() {
@@ -144,7 +151,8 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("incidents 
       const events = yield* eventsAbout(incident.id, "incident.acknowledged")
       expect(events.length).toBe(1)
       expect(events[0]!.data).toEqual({
-        incident: { id: incident.id, status: "ACKNOWLEDGED" },
+        // the spec's fields, and the monitor (ours, additive)
+        incident: { id: incident.id, status: "ACKNOWLEDGED", monitorId: monitor.id, monitor: summaryOf(monitor) },
         acknowledgedBy: { userId: admin.userId, name: "Admin", email: "admin@localhost" },
         note: "looking into it"
       })
@@ -190,7 +198,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("incidents 
       const events = yield* eventsAbout(incident.id, "incident.resolved")
       expect(events.length).toBe(1)
       expect(events[0]!.data).toEqual({
-        incident: { id: incident.id, status: "RESOLVED", mttrSeconds: expected },
+        incident: { id: incident.id, status: "RESOLVED", mttrSeconds: expected, monitorId: monitor.id, monitor: summaryOf(monitor) },
         resolvedBy: { userId: admin.userId, name: "Admin" },
         note: null
       })
@@ -249,7 +257,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("incidents 
       const added = yield* eventsAbout(incident.id, "incident.note_added")
       expect(added.length).toBe(3)
       expect(added[1]!.data).toEqual({
-        incident: { id: incident.id, status: "ACKNOWLEDGED", monitorId: monitor.id },
+        incident: { id: incident.id, status: "ACKNOWLEDGED", monitorId: monitor.id, monitor: summaryOf(monitor) },
         note: third.body.notes[2],
         addedBy: { userId: admin.userId, name: "Admin", email: "admin@localhost" }
       })
@@ -400,7 +408,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("incidents 
         expect(i.notes.at(-1)).toEqual({ at: new Date(t0 + 125_000).toISOString(), text: "the next run succeeded", by: "system" })
         const events = yield* eventsAbout(i.id, "incident.resolved")
         expect(events.map((e) => e.data)).toEqual([{
-          incident: { id: i.id, status: "RESOLVED", mttrSeconds: 125 },
+          incident: { id: i.id, status: "RESOLVED", mttrSeconds: 125, monitorId: monitor.id, monitor: summaryOf(monitor) },
           resolvedBy: { userId: null, name: "system" },
           note: "the next run succeeded"
         }])

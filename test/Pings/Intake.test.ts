@@ -11,6 +11,7 @@ import type { RunRow } from "../../src/Pings/Pairing.js"
 import { RunWriter } from "../../src/Pings/RunWriter.js"
 import { call, createMonitor, createOrganization, createToken, sendPing, TestServer } from "../support/fixture.js"
 import { leakedFragment, secretOutput } from "./SecretOutput.js"
+import { receiver } from "../Delivery/receiver.js"
 
 const runsOf = (monitorId: string, query = "") =>
   Effect.map(call("GET", `/api/monitors/${monitorId}/runs${query}`), (r) => {
@@ -290,18 +291,25 @@ for (const fastPings of [true, false]) {
   )
 }
 
-layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.received events", (it) => {
-  it.effect("are recorded per ping, in the ping's own commit, only while switched on", () =>
-    Effect.gen(function*() {
-      const intake = yield* Intake
+// The switch is the webhooks' (Webhooks syncs it on every delivery pass): the test turns it on the
+// way a user does, by subscribing a webhook. Flipping it by hand raced with the worker's pass that
+// the monitor's creation had woken, which set it back from the subscriptions (none).
+layer(TestServer({ allowPrivateTargets: true }), { excludeTestServices: true, timeout: 120_000 })("ping.received events", (it) => {
+  it.effect("are recorded per ping, in the ping's own commit, only while a webhook subscribes to them", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
       const monitor = yield* createMonitor()
+      const pingEvents = Effect.map(
+        call("GET", `/api/events?type=ping.received&monitorId=${monitor.id}`),
+        (r) => r.body.events as Array<any>
+      )
       yield* sendPing(monitor.id, "success")
-      const none = yield* call("GET", `/api/events?type=ping.received&monitorId=${monitor.id}`)
-      expect(none.body.events).toHaveLength(0)
-      yield* intake.setPingEvents("all")
+      expect(yield* pingEvents).toHaveLength(0)
+      const hook = yield* call("POST", "/api/webhooks", { body: { url: target.url, events: ["ping.received"] } })
+      expect(hook.status, hook.text).toBe(201)
       const start = yield* sendPing(monitor.id, "start")
       const done = yield* sendPing(monitor.id, "fail", { body: { exitCode: 4, output: "password=hunter2" } })
-      const events = (yield* call("GET", `/api/events?type=ping.received&monitorId=${monitor.id}`)).body.events
+      const events = yield* pingEvents
       expect(events).toHaveLength(2)
       const byKind = Object.fromEntries(events.map((e: any) => [e.data.ping.kind, e]))
       expect(byKind.start.data.ping).toMatchObject({ monitorId: monitor.id, runId: start.body.runId, status: "RUNNING" })
@@ -318,8 +326,11 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("ping.recei
       expect(byKind.fail.createdAt).toBe(run.finishedAt)
       expect(events.map((e: any) => e.data.ping.kind)).toEqual(["fail", "start"]) // newest first
       expect(JSON.stringify(events)).not.toContain("hunter2")
-      yield* intake.setPingEvents("none")
-    }))
+      // Unsubscribed: pings record nothing more.
+      expect((yield* call("DELETE", `/api/webhooks/${hook.body.id}`)).status).toBe(204)
+      yield* sendPing(monitor.id, "success")
+      expect(yield* pingEvents).toHaveLength(2)
+    })))
 })
 
 layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("memory", (it) => {
