@@ -1,4 +1,5 @@
 import { Clock, Duration, Effect, Ref, Schedule } from "effect"
+import { isStatementTimeout } from "../Db/StatementTimeout.js"
 import { type HourRange, StatsRepo } from "./StatsRepo.js"
 
 /** How often the service refreshes the rollup: the table (plain PostgreSQL, Apache-only TimescaleDB) or the continuous aggregate. */
@@ -83,7 +84,8 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
     const staleHours = (fromHour: Date, toHour: Date): Effect.Effect<ReadonlyArray<HourRange>> =>
       backing.cagg
         ? repo.staleHours(fromHour, toHour).pipe(
-          Effect.catchAll((error) =>
+          // A statement timeout stays one (the request answers 503); any other failure is the catalog's.
+          Effect.catchIf((error) => !isStatementTimeout(error), (error) =>
             Effect.gen(function*() {
               if (!staleHoursUnreadable) {
                 staleHoursUnreadable = true
@@ -95,7 +97,8 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
               }
               return [] as ReadonlyArray<HourRange>
             })
-          )
+          ),
+          Effect.orDie
         )
         : Effect.succeed([])
 

@@ -173,11 +173,13 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
 
     /**
      * TimescaleDB mode: the whole hours in [fromHour, toHour) whose materialized rows are out of date,
-     * read from TimescaleDB's catalog (stable since 2.0): the spans written since the last refresh
-     * (the hypertable invalidation log) and those a refresh left for later (the aggregate's
-     * materialization invalidation log), cut to the window and to the watermark (hours above it are
-     * real-time: the view reads them from raw runs already). Spans are inclusive, in microseconds
-     * since 1970 with ±2^63 for open ends, which are cut away before conversion.
+     * read from TimescaleDB's catalog (the logs since 2.0, the pending ranges since 2.22): the spans
+     * written since the last refresh (the hypertable invalidation log), those a refresh left for
+     * later (the aggregate's materialization invalidation log) and ranges whose materialization is
+     * pending, cut to the window and to the watermark (hours above it are real-time: the view reads
+     * them from raw runs already). TimescaleDB's own query rewriting judges an aggregate current by
+     * the same tables. Spans are inclusive, in microseconds since 1970 with ±2^63 for open ends,
+     * which are cut away before conversion.
      */
     const staleHours = (fromHour: Date, toHour: Date) =>
       sql<{ lo: Date; hi: Date }>`
@@ -194,6 +196,9 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
           union all
           select m.lowest_modified_value, m.greatest_modified_value
           from _timescaledb_catalog.continuous_aggs_materialization_invalidation_log m join c on m.materialization_id = c.mat_id
+          union all
+          select p.lowest_modified_value, p.greatest_modified_value
+          from _timescaledb_catalog.continuous_aggs_materialization_ranges p join c on p.materialization_id = c.mat_id
         )
         select _timescaledb_functions.to_timestamp(greatest(l.lo, c.lo)) as lo,
                _timescaledb_functions.to_timestamp(least(l.hi, c.hi - 1)) as hi
