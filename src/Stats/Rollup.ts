@@ -112,7 +112,7 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
       : Effect.gen(function*() {
         if (!backing.cagg) return 0
         const now = yield* Clock.currentTimeMillis
-        // The hour before the last whole one stays real-time: runs that end late land there most.
+        // The last whole hour and the one in progress stay real-time: most runs that end late land there.
         yield* repo.refreshContinuousAggregate(new Date(floorHour(now) - HOUR_MS))
         return 0
       })
