@@ -4,6 +4,7 @@ import { Tokens } from "./Auth/Tokens.js"
 import { BootstrapLive } from "./Bootstrap.js"
 import { AppConfigLive, type AppConfig } from "./Config.js"
 import { DatabaseLive } from "./Db/Database.js"
+import { JobWatch } from "./Db/Jobs.js"
 import { StoragePoliciesLive } from "./Db/Policies.js"
 import { HttpServerLive, NoFastRoutes } from "./Http/Server.js"
 import { MonitorCache } from "./Monitors/MonitorCache.js"
@@ -11,6 +12,7 @@ import { Monitors } from "./Monitors/Monitors.js"
 import { MonitorsRepo } from "./Monitors/MonitorsRepo.js"
 import { FastPingRoutes } from "./Pings/FastRoute.js"
 import { Intake } from "./Pings/Intake.js"
+import { Rollup } from "./Stats/Rollup.js"
 import { Stats } from "./Stats/Stats.js"
 import { Incidents } from "./Incidents/Incidents.js"
 import { IncidentsRepo } from "./Incidents/IncidentsRepo.js"
@@ -37,7 +39,11 @@ const CoreServicesLive = Layer.mergeAll(
   Monitors.DefaultWithoutDependencies,
   Intake.DefaultWithoutDependencies,
   Stats.Default,
-  StoragePoliciesLive
+  // the same layer as Stats's dependency (built once): the storage endpoint reads its refresh status
+  Rollup.Default,
+  StoragePoliciesLive,
+  // TimescaleDB background jobs, watched (docs/operations.md)
+  JobWatch.Default
 ).pipe(
   Layer.provideMerge(Engine.Default),
   Layer.provideMerge(Incidents.DefaultWithoutDependencies),

@@ -9,6 +9,7 @@ import { IncidentsApi } from "../Incidents/Api.js"
 import { EventsApi } from "../Events/Api.js"
 import { MaintenanceApi } from "../Maintenance/Api.js"
 import { ChatApi, WebhooksApi } from "../Delivery/Api.js"
+import { StorageApi } from "../Db/StorageApi.js"
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
@@ -40,6 +41,7 @@ export class Api extends HttpApi.make("jobmon")
   .add(MaintenanceApi)
   .add(WebhooksApi)
   .add(ChatApi)
+  .add(StorageApi)
   .addError(ValidationError)
   .addError(NotFound)
   .addError(MethodNotAllowed)

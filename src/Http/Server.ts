@@ -28,6 +28,7 @@ import { EventsHttpLive } from "../Events/Http.js"
 import { MaintenanceHttpLive } from "../Maintenance/Http.js"
 import { ChatHttpLive, WebhooksHttpLive } from "../Delivery/Http.js"
 import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
+import { StorageHttpLive } from "../Db/StorageHttp.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { Api } from "./Api.js"
 import { notFoundOrNotAllowed, routeTable, validationFromDecode } from "./Errors.js"
@@ -242,7 +243,7 @@ const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerRespon
   )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive]),
+  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive, StorageHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -1,7 +1,8 @@
-import { Clock, Duration, Effect, Schedule } from "effect"
-import { StatsRepo } from "./StatsRepo.js"
+import { Clock, Duration, Effect, Ref, Schedule } from "effect"
+import { isStatementTimeout } from "../Db/StatementTimeout.js"
+import { type HourRange, StatsRepo } from "./StatsRepo.js"
 
-/** How often the service refreshes the rollup table (plain PostgreSQL, Apache-only TimescaleDB). */
+/** How often the service refreshes the rollup: the table (plain PostgreSQL, Apache-only TimescaleDB) or the continuous aggregate. */
 export const ROLLUP_REFRESH_INTERVAL = Duration.seconds(60)
 /** Dirty (monitor, hour) keys recomputed per transaction. */
 export const REFRESH_BATCH = 2_000
@@ -10,19 +11,42 @@ export const HOUR_MS = 3_600_000
 export const floorHour = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS
 export const ceilHour = (ms: number) => Math.ceil(ms / HOUR_MS) * HOUR_MS
 
+/** What backs `run_duration_hourly`, and how its refreshes went (GET /api/admin/storage). */
+export interface RollupStatus {
+  readonly backing: "continuous-aggregate" | "table"
+  readonly lastRefreshAt: Date | null
+  readonly lastFailureAt: Date | null
+  readonly lastError: string | null
+}
+
+const errorText = (cause: unknown) => {
+  const text = String(cause)
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text
+}
+
 /**
- * Keeps `run_duration_hourly` current.
- * - Continuous aggregate (TimescaleDB): TimescaleDB's policy refreshes it; the service runs one
- *   refresh over all time at start-up (the aggregate is created empty, and an upgrade may find runs).
- * - Table: a background fiber sweeps the hours that ended (see StatsRepo.sweep) and recomputes
- *   the dirty (monitor, hour) keys every minute, and `refreshMonitor` does the same for one
- *   monitor's completed hours before a query reads them.
+ * Keeps `run_duration_hourly` current; a background fiber, every minute, from start-up:
+ * - Continuous aggregate (TimescaleDB): `refresh_continuous_aggregate(…, NULL, <last whole hour − 1 h>)`.
+ *   No start limit: TimescaleDB re-materializes every hour its invalidation logs name, however old
+ *   (a late import, a run whose durationMs puts its start days back), and nothing else; about a
+ *   millisecond when nothing changed. The service does this itself rather than through a TimescaleDB
+ *   policy (sql/0017): the policy's window stopped at 7 days back, and background jobs fail on some
+ *   PostgreSQL minors (docs/operations.md). Until the next refresh, queries read the invalidated
+ *   hours from raw runs (`staleHours`).
+ * - Table: the hourly sweep (see StatsRepo.sweep), then the dirty (monitor, hour) keys; and
+ *   `refreshMonitor` does the same for one monitor's completed hours before a query reads them.
  */
 export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
   dependencies: [StatsRepo.Default],
   scoped: Effect.gen(function*() {
     const repo = yield* StatsRepo
     const backing = yield* repo.rollupBacking
+    const status = yield* Ref.make<RollupStatus>({
+      backing: backing.cagg ? "continuous-aggregate" : "table",
+      lastRefreshAt: null,
+      lastFailureAt: null,
+      lastError: null
+    })
 
     const drain = (monitorId: string | null, wait: boolean, before: Date | null = null) =>
       Effect.gen(function*() {
@@ -49,7 +73,36 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
         })
         : Effect.void
 
-    /** Brings every monitor's rollup rows up to date: the hourly sweep, then the dirty keys. */
+    let staleHoursUnreadable = false
+    /**
+     * The hours in [fromHour, toHour) whose rollup rows are out of date and must be read from raw
+     * runs: over a continuous aggregate, those in TimescaleDB's invalidation logs below its watermark;
+     * none for a table (refreshMonitor brought it up to date). If TimescaleDB's catalog cannot be read
+     * (a release that changed it), answers none, so queries rely on the minute's refresh, and says so
+     * once.
+     */
+    const staleHours = (fromHour: Date, toHour: Date): Effect.Effect<ReadonlyArray<HourRange>> =>
+      backing.cagg
+        ? repo.staleHours(fromHour, toHour).pipe(
+          // A statement timeout stays one (the request answers 503); any other failure is the catalog's.
+          Effect.catchIf((error) => !isStatementTimeout(error), (error) =>
+            Effect.gen(function*() {
+              if (!staleHoursUnreadable) {
+                staleHoursUnreadable = true
+                yield* Effect.logWarning(
+                  "duration statistics: TimescaleDB's invalidation logs could not be read; runs written into " +
+                    "materialized hours count once the next refresh (within a minute) has run",
+                  error
+                )
+              }
+              return [] as ReadonlyArray<HourRange>
+            })
+          ),
+          Effect.orDie
+        )
+        : Effect.succeed([])
+
+    /** Brings every monitor's rollup rows up to date; the number of monitor-hours recomputed (table). */
     const refreshAll = backing.incremental
       ? Effect.gen(function*() {
         const swept = yield* repo.sweep
@@ -59,21 +112,37 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
       : Effect.gen(function*() {
         if (!backing.cagg) return 0
         const now = yield* Clock.currentTimeMillis
+        // The last whole hour and the one in progress stay real-time: most runs that end late land there.
         yield* repo.refreshContinuousAggregate(new Date(floorHour(now) - HOUR_MS))
         return 0
       })
 
-    const logged = refreshAll.pipe(
-      Effect.tap((n) => (n > 0 ? Effect.logDebug(`duration rollup: recomputed ${n} monitor-hours`) : Effect.void)),
-      Effect.catchAllCause((cause) => Effect.logWarning("duration rollup refresh failed; retrying later", cause))
+    const recorded = refreshAll.pipe(
+      Effect.tap(() =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.update(status, (s) => ({ ...s, lastRefreshAt: new Date(now) })))
+      ),
+      Effect.tapErrorCause((cause) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Ref.update(status, (s) => ({ ...s, lastFailureAt: new Date(now), lastError: errorText(cause) })))
+      )
     )
 
-    if (backing.incremental) {
+    const logged = recorded.pipe(
+      Effect.tap((n) => (n > 0 ? Effect.logDebug(`duration rollup: recomputed ${n} monitor-hours`) : Effect.void)),
+      Effect.catchAllCause((cause) => Effect.logWarning("duration rollup refresh failed; retrying in a minute", cause))
+    )
+
+    if (backing.incremental || backing.cagg) {
       yield* logged.pipe(Effect.repeat(Schedule.spaced(ROLLUP_REFRESH_INTERVAL)), Effect.forkScoped)
-    } else if (backing.cagg) {
-      yield* Effect.forkScoped(logged)
     }
 
-    return { incremental: backing.incremental, refreshMonitor, refreshAll } as const
+    return {
+      incremental: backing.incremental,
+      refreshMonitor,
+      staleHours,
+      /** One refresh as the background fiber runs it (recorded in `status`; failures are defects). */
+      refreshAll: recorded,
+      status: Ref.get(status)
+    } as const
   })
 }) {}

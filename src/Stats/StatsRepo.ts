@@ -39,12 +39,43 @@ export interface RawBucketRow {
  */
 export const ROLLUP_SWEEP_LOCK_KEY = 7_316_402_122
 
+/** Held (session-level, try only) by the instance refreshing the continuous aggregate. */
+export const CAGG_REFRESH_LOCK_KEY = 7_316_402_131
+
 /** The sweep's mark when its row is missing: before any run, so everything is swept again. */
 const SWEEP_EVERYTHING = new Date("0001-01-01T00:00:00Z")
 
 export interface DirtyKey {
   readonly monitor_id: string
   readonly bucket: Date
+}
+
+/** Whole hours [from, to): hours of the rollup that are read from raw runs instead. */
+export interface HourRange {
+  readonly from: Date
+  readonly to: Date
+}
+
+const HOUR_MS = 3_600_000
+
+/**
+ * Invalidated spans (inclusive, as TimescaleDB logs them) as sorted, disjoint whole hours: each span
+ * covers the hours from the one holding its first instant to the one holding its last.
+ */
+export const mergeHourRanges = (spans: ReadonlyArray<{ readonly lo: Date; readonly hi: Date }>): ReadonlyArray<HourRange> => {
+  const hours = spans
+    .map((s) => ({
+      from: Math.floor(s.lo.getTime() / HOUR_MS) * HOUR_MS,
+      to: Math.floor(s.hi.getTime() / HOUR_MS) * HOUR_MS + HOUR_MS
+    }))
+    .sort((a, b) => a.from - b.from)
+  const merged: Array<{ from: number; to: number }> = []
+  for (const range of hours) {
+    const last = merged[merged.length - 1]
+    if (last !== undefined && range.from <= last.to) last.to = Math.max(last.to, range.to)
+    else merged.push({ ...range })
+  }
+  return merged.map((r) => ({ from: new Date(r.from), to: new Date(r.to) }))
 }
 
 /**
@@ -72,31 +103,49 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
         Effect.withSpan("StatsRepo.exact")
       )
 
+    /** SQL arrays of the ranges' bounds, for `unnest(los, his)`. */
+    const bounds = (ranges: ReadonlyArray<HourRange>) => ({
+      los: ranges.map((r) => r.from),
+      his: ranges.map((r) => r.to)
+    })
+
     /**
      * The cheap size estimate: the rollup's runs in the completed hours from the one holding `from`,
-     * plus the raw runs of the hour in progress (at most an hour of one monitor's runs).
+     * plus the raw runs of the hour in progress (at most an hour of one monitor's runs) and of the
+     * `stale` hours (awaiting re-materialization: their rollup rows are left out).
      */
-    const rollupCount = (monitorId: string, fromHour: Date, toHour: Date, to: Date) =>
-      sql<{ n: number }>`
-        select (select coalesce(sum(runs), 0) from run_duration_hourly
-                where monitor_id = ${monitorId} and bucket >= ${fromHour} and bucket < ${toHour})::float8
+    const rollupCount = (monitorId: string, fromHour: Date, toHour: Date, to: Date, stale: ReadonlyArray<HourRange> = []) => {
+      const { his, los } = bounds(stale)
+      return sql<{ n: number }>`
+        select (select coalesce(sum(h.runs), 0) from run_duration_hourly h
+                where h.monitor_id = ${monitorId} and h.bucket >= ${fromHour} and h.bucket < ${toHour}
+                  and not exists (select 1 from unnest(${los}::timestamptz[], ${his}::timestamptz[]) as s(lo, hi)
+                                  where h.bucket >= s.lo and h.bucket < s.hi))::float8
              + (select count(*) from runs
                 where monitor_id = ${monitorId} and status = 'SUCCESS' and duration_ms is not null
-                  and started_at >= ${toHour} and started_at <= ${to})::float8 as n`.pipe(
+                  and started_at >= ${toHour} and started_at <= ${to})::float8
+             + (select count(*) from unnest(${los}::timestamptz[], ${his}::timestamptz[]) as s(lo, hi)
+                join runs r on r.monitor_id = ${monitorId} and r.started_at >= s.lo and r.started_at < s.hi
+                where r.status = 'SUCCESS' and r.duration_ms is not null)::float8 as n`.pipe(
         Effect.map((rows) => rows[0]?.n ?? 0),
         Effect.orDie,
         Effect.withSpan("StatsRepo.rollupCount")
       )
+    }
 
-    /** The rollup's whole hours in [fromHour, toHour). */
-    const rollupRows = (monitorId: string, fromHour: Date, toHour: Date) =>
-      sql<RollupRow>`
-        select runs::float8 as runs, sum_ms::text as sum_ms, sumsq_ms::text as sumsq_ms, min_ms, max_ms, hist
-        from run_duration_hourly
-        where monitor_id = ${monitorId} and bucket >= ${fromHour} and bucket < ${toHour}`.pipe(
+    /** The rollup's whole hours in [fromHour, toHour), but the `stale` ones. */
+    const rollupRows = (monitorId: string, fromHour: Date, toHour: Date, stale: ReadonlyArray<HourRange> = []) => {
+      const { his, los } = bounds(stale)
+      return sql<RollupRow>`
+        select h.runs::float8 as runs, h.sum_ms::text as sum_ms, h.sumsq_ms::text as sumsq_ms, h.min_ms, h.max_ms, h.hist
+        from run_duration_hourly h
+        where h.monitor_id = ${monitorId} and h.bucket >= ${fromHour} and h.bucket < ${toHour}
+          and not exists (select 1 from unnest(${los}::timestamptz[], ${his}::timestamptz[]) as s(lo, hi)
+                          where h.bucket >= s.lo and h.bucket < s.hi)`.pipe(
         Effect.orDie,
         Effect.withSpan("StatsRepo.rollupRows")
       )
+    }
 
     /** Raw runs with started_at in [from, fromHour) or [toHour, to], by bucket. */
     const rawBuckets = (monitorId: string, from: Date, fromHour: Date, toHour: Date, to: Date) =>
@@ -108,6 +157,56 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
         where monitor_id = ${monitorId} and status = 'SUCCESS' and duration_ms is not null
           and ((started_at >= ${from} and started_at < ${fromHour}) or (started_at >= ${toHour} and started_at <= ${to}))
         group by 1`.pipe(Effect.orDie, Effect.withSpan("StatsRepo.rawBuckets"))
+
+    /** Raw runs of whole hour ranges (disjoint), by bucket: one index range scan per range. */
+    const rawRangeBuckets = (monitorId: string, ranges: ReadonlyArray<HourRange>) => {
+      const { his, los } = bounds(ranges)
+      return sql<RawBucketRow>`
+        select public.jobmon_duration_bucket(r.duration_ms) as b, count(*)::int as n,
+               sum(r.duration_ms)::text as s, sum(r.duration_ms::numeric * r.duration_ms::numeric)::text as q,
+               min(r.duration_ms) as mn, max(r.duration_ms) as mx
+        from unnest(${los}::timestamptz[], ${his}::timestamptz[]) as k(lo, hi)
+        join runs r on r.monitor_id = ${monitorId} and r.started_at >= k.lo and r.started_at < k.hi
+        where r.status = 'SUCCESS' and r.duration_ms is not null
+        group by 1`.pipe(Effect.orDie, Effect.withSpan("StatsRepo.rawRangeBuckets"))
+    }
+
+    /**
+     * TimescaleDB mode: the whole hours in [fromHour, toHour) whose materialized rows are out of date,
+     * read from TimescaleDB's catalog (the logs since 2.0, the pending ranges since 2.22): the spans
+     * written since the last refresh (the hypertable invalidation log), those a refresh left for
+     * later (the aggregate's materialization invalidation log) and ranges whose materialization is
+     * pending, cut to the window and to the watermark (hours above it are real-time: the view reads
+     * them from raw runs already). TimescaleDB's own query rewriting judges an aggregate current by
+     * the same tables. Spans are inclusive, in microseconds since 1970 with ±2^63 for open ends,
+     * which are cut away before conversion.
+     */
+    const staleHours = (fromHour: Date, toHour: Date) =>
+      sql<{ lo: Date; hi: Date }>`
+        with c as (
+          select ca.raw_hypertable_id as raw_id, ca.mat_hypertable_id as mat_id,
+                 _timescaledb_functions.to_unix_microseconds(${fromHour}::timestamptz) as lo,
+                 least(_timescaledb_functions.to_unix_microseconds(${toHour}::timestamptz),
+                       _timescaledb_functions.cagg_watermark(ca.mat_hypertable_id)) as hi
+          from _timescaledb_catalog.continuous_agg ca
+          where ca.user_view_schema = 'public' and ca.user_view_name = 'run_duration_hourly_cagg'
+        ), logged as (
+          select l.lowest_modified_value as lo, l.greatest_modified_value as hi
+          from _timescaledb_catalog.continuous_aggs_hypertable_invalidation_log l join c on l.hypertable_id = c.raw_id
+          union all
+          select m.lowest_modified_value, m.greatest_modified_value
+          from _timescaledb_catalog.continuous_aggs_materialization_invalidation_log m join c on m.materialization_id = c.mat_id
+          union all
+          select p.lowest_modified_value, p.greatest_modified_value
+          from _timescaledb_catalog.continuous_aggs_materialization_ranges p join c on p.materialization_id = c.mat_id
+        )
+        select _timescaledb_functions.to_timestamp(greatest(l.lo, c.lo)) as lo,
+               _timescaledb_functions.to_timestamp(least(l.hi, c.hi - 1)) as hi
+        from logged l cross join c
+        where l.hi >= c.lo and l.lo < c.hi`.pipe(
+        Effect.map(mergeHourRanges),
+        Effect.withSpan("StatsRepo.staleHours")
+      )
 
     /** Which table backs `run_duration_hourly`: the service refreshes it only when it is a table. */
     const rollupBacking = sql<{ incremental: boolean; cagg: boolean }>`
@@ -259,15 +358,25 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
       )
     }).pipe(Effect.orDie, Effect.withSpan("StatsRepo.sweep"))
 
-    /** TimescaleDB mode: materialize everything up to the last whole hour (not in a transaction). */
+    /**
+     * TimescaleDB mode: re-materialize every invalidated hour before `until`, however old, and the
+     * hours up to it (not in a transaction: CALL cannot run in one). One instance at a time: another
+     * that holds the lock is refreshing already, and this one answers false.
+     */
     const refreshContinuousAggregate = (until: Date) =>
-      // Over all time, at start-up: no statement timeout (and CALL cannot run in a transaction).
+      // Background work over all time: no statement timeout.
       onConnectionWithoutStatementTimeout(sql, (connection) =>
-        connection.executeRaw(
-          "call refresh_continuous_aggregate('public.run_duration_hourly_cagg', null, $1::timestamptz)",
-          [until]
-        )).pipe(
-        Effect.asVoid,
+        Effect.gen(function*() {
+          const [lock] = yield* connection.execute("select pg_try_advisory_lock($1) as locked", [CAGG_REFRESH_LOCK_KEY], undefined)
+          if ((lock as { locked?: boolean } | undefined)?.locked !== true) return false
+          return yield* connection.executeRaw(
+            "call refresh_continuous_aggregate('public.run_duration_hourly_cagg', null, $1::timestamptz)",
+            [until]
+          ).pipe(
+            Effect.as(true),
+            Effect.ensuring(Effect.ignore(connection.executeRaw("select pg_advisory_unlock($1)", [CAGG_REFRESH_LOCK_KEY])))
+          )
+        })).pipe(
         Effect.orDie,
         Effect.withSpan("StatsRepo.refreshContinuousAggregate")
       )
@@ -277,6 +386,8 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
       rollupCount,
       rollupRows,
       rawBuckets,
+      rawRangeBuckets,
+      staleHours,
       rollupBacking,
       refreshDirty,
       monitorRollupState,

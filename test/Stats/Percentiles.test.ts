@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer, type Vitest } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { call, createMonitor, createOrganization, createToken, sendPing, TestServer } from "../support/fixture.js"
+import { Rollup } from "../../src/Stats/Rollup.js"
 import { StatsRepo } from "../../src/Stats/StatsRepo.js"
 import { timescaleAvailable } from "../support/timescale.js"
 
@@ -107,7 +108,7 @@ const expectStatistics = (body: any, expected: ReturnType<typeof referenceStatis
  * (random() is seeded per transaction). A 10-minute band around the 30-day edge stays empty, so that
  * the service's window and the check's window (a moment apart) hold the same runs.
  */
-const seedLarge = (monitorId: string, n: number, durationSql: string, seedValue: number) =>
+const seedLarge = (monitorId: string, n: number, durationSql: string, seedValue: number, days = 31) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const orgId = yield* orgOf(monitorId)
@@ -119,7 +120,7 @@ const seedLarge = (monitorId: string, n: number, durationSql: string, seedValue:
         insert into runs (id, monitor_id, org_id, status, started_at, finished_at, duration_ms)
         select gen_random_uuid(), ${monitorId}, ${orgId}, 'SUCCESS', t.started_at, t.started_at + t.d * interval '1 ms', t.d
         from (
-          select now() - interval '1 second' - random() * interval '31 days' as started_at,
+          select now() - interval '1 second' - random() * ${days} * interval '1 day' as started_at,
                  (${sql.literal(durationSql)})::bigint as d
           from generate_series(1, ${n})
         ) t
@@ -197,6 +198,80 @@ const approximatePathTests = (it: It) => {
       expect(small!.p).toBeLessThan(100)
     }), 60_000)
 }
+
+/** The refresh the service's background fiber runs every minute (either backing). */
+const serviceRefresh = Effect.flatMap(Rollup, (rollup) => rollup.refreshAll)
+
+const DAY_MS = 86_400_000
+
+/**
+ * Late and long runs (docs/statistics.md, "What backs the rollup"): whatever the backing, a run counts
+ * however far back it started and however long after that it was written. Before sql/0017 the
+ * continuous aggregate was refreshed by a TimescaleDB policy over the last 7 days only: runs written
+ * into hours materialized before that never reached it, and until a refresh none written into a
+ * materialized hour did.
+ */
+const lateRunsTest = (it: It) =>
+  it.effect("late and long runs count at once and after refreshes: 150,000 runs over 10 days, 20,000 more 10 days back, an 8.5-day run", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const kind = yield* rollupKind
+      const monitor = yield* createMonitor()
+      const check = (label: string, extra: (body: any) => void = () => {}) =>
+        Effect.gen(function*() {
+          const response = yield* percentiles(monitor.id)
+          expect(response.status, label).toBe(200)
+          expect(response.headers["x-statistics-method"], label).toBe("approximate")
+          yield* expectWithinOnePercent(monitor.id, response.body)
+          extra(response.body)
+          return response.body
+        })
+
+      // Written after the start-up refresh, as a bulk import would be: most of it below the
+      // aggregate's watermark, in hours TimescaleDB has yet to re-materialize.
+      yield* seedLarge(monitor.id, 150_000, LOGNORMAL, 0.4, 10)
+      const imported = yield* check("after the import", (body) => expect(body.sampleSize).toBe(150_000))
+      // What the TimescaleDB policy used to do: re-materialize the last 7 days only (this left the
+      // statistics at 104,299 runs). The 3 days before stay invalidated and are read from raw runs.
+      const policyWindowRefresh = kind === "continuous aggregate"
+        ? sql`call refresh_continuous_aggregate('public.run_duration_hourly_cagg', now() - interval '7 days', date_trunc('hour', now()) - interval '1 hour')`
+        : Effect.void
+      yield* policyWindowRefresh
+      yield* check("after a 7-day refresh", (body) => expect(body).toEqual(imported))
+      yield* serviceRefresh
+      yield* check("after the service's refresh", (body) => expect(body).toEqual(imported))
+
+      // After that refresh: 20,000 slow runs that started 10 days ago (hours materialized long
+      // since), and a success ping whose durationMs puts its start 8.5 days back.
+      yield* seed(monitor.id, Array.from({ length: 20_000 }, (_, i) => ({ minutesAgo: 10 * 1440 - 300 + (i % 360), durationMs: 900_000 + i })))
+      const longRun = Math.round(8.5 * DAY_MS)
+      const ping = yield* sendPing(monitor.id, "success", { body: { durationMs: longRun } })
+      expect(ping.status).toBe(200)
+      const [run] = yield* sql<{ age: number }>`
+        select extract(epoch from now() - started_at)::float8 * 1000 as age from runs where id = ${ping.body.runId}`
+      expect(Math.abs(run!.age - longRun)).toBeLessThan(60_000)
+      const expectLate = (body: any) => {
+        expect(body.sampleSize).toBe(170_001)
+        expect(body.percentiles.max).toBe(longRun)
+        expect(body.percentiles.p95).toBeGreaterThan(imported.percentiles.p95)
+      }
+      const late = yield* check("right after the late writes", expectLate)
+      // The 7-day refresh again: the 10-day-old hours stay invalidated, still read from raw runs.
+      yield* policyWindowRefresh
+      yield* check("after a 7-day refresh", (body) => expect(body).toEqual(late))
+      yield* serviceRefresh
+      yield* check("after the service's refresh", (body) => expect(body).toEqual(late))
+
+      // And the refresh left nothing behind: every hour before the last but one is materialized.
+      const cut = yield* sql<{ cut: Date }>`select date_trunc('hour', now(), 'UTC') - interval '1 hour' as cut`.pipe(
+        Effect.map((rows) => rows[0]!.cut)
+      )
+      if (kind === "continuous aggregate") {
+        const repo = yield* Effect.provide(StatsRepo, StatsRepo.Default)
+        expect(yield* repo.staleHours(new Date(cut.getTime() - 31 * DAY_MS), cut)).toEqual([])
+      }
+      expect(yield* rollupMismatches(monitor.id, cut)).toBe(0)
+    }), 120_000)
 
 /** The rollup rows of one monitor's hours before `cut` that differ from a recomputation from raw runs. */
 const rollupMismatches = (monitorId: string, cut: Date) =>
@@ -503,6 +578,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("duration p
     }), 60_000)
 
   approximatePathTests(it)
+  lateRunsTest(it)
 
   if (!hasTimescale) {
     incrementalRefreshTest(it)
@@ -521,6 +597,7 @@ if (hasTimescale) {
           expect(yield* rollupKind).toBe("table")
         }))
       approximatePathTests(it)
+      lateRunsTest(it)
       incrementalRefreshTest(it)
       sweepTests(it)
     }
