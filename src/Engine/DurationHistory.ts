@@ -1,9 +1,10 @@
 /**
  * A monitor's recent successful durations, at most `memory` of them, oldest first **by start**
- * (the runs' `started_at`; the database breaks ties by run id), with their sorted copy kept up to
- * date as runs finish. Each duration keeps its run's start, so a run that finishes after a later
- * started one (overlapping runs, or a success ping whose inferred start lies before an earlier
- * run's) takes its place by start, as the database orders them, without asking the database.
+ * (the runs' `started_at`, then the duration: runs of the same start and duration are
+ * interchangeable here, whatever their ids), with their sorted copy kept up to date as runs
+ * finish. Each duration keeps its run's start, so a run that finishes after a later started one
+ * (overlapping runs, or a success ping whose inferred start lies before an earlier run's) takes its
+ * place by start, as the database orders them, without asking the database.
  *
  * The value is persistent: `insert` returns a new history and the old one keeps answering with
  * the durations it had. The newest version owns the buffers and changes them in place
@@ -21,7 +22,10 @@ interface Store {
    * up to the memory; only a full store at the memory wraps around (start moves).
    */
   readonly values: Float64Array
-  /** The start (epoch ms) of each value's run, same slots; nondecreasing in the ring's order. −∞: unknown. */
+  /**
+   * The start (epoch ms) of each value's run, same slots. (start, value) is nondecreasing in the
+   * ring's order, except among unknown starts (−∞: durations given without starts, kept as given).
+   */
   readonly starts: Float64Array
   start: number
   /** The durations sorted ascending. */
@@ -135,43 +139,59 @@ export class DurationHistory {
     return this.length === 0 ? Number.NEGATIVE_INFINITY : this.startAt(this.own(), this.length - 1)
   }
 
+  /** Whether the i-th oldest kept run comes at or before a run of this start and duration. */
+  private notAfter(store: Store, i: number, startedAt: number, durationMs: number): boolean {
+    const slot = (store.start + i) % store.values.length
+    const start = store.starts[slot]!
+    return start < startedAt || (start === startedAt && store.values[slot]! <= durationMs)
+  }
+
   /**
-   * How many kept runs started at or before `startedAt`, and whether one started exactly then
-   * (then the database orders them by run id, which the history does not keep).
+   * How many kept runs come at or before a run of this start and duration (by start, then
+   * duration), and whether one has both exactly.
    */
-  private positionOf(store: Store, startedAt: number): { readonly at: number; readonly tie: boolean } {
+  private positionOf(store: Store, startedAt: number, durationMs: number): { readonly at: number; readonly same: boolean } {
     const n = this.length
-    const newest = n === 0 ? Number.NEGATIVE_INFINITY : this.startAt(store, n - 1)
-    if (startedAt > newest) return { at: n, tie: false } // the common case: the newest run
-    let lo = 0
-    let hi = n
+    if (n === 0) return { at: 0, same: false }
+    // the common case, the newest run, is decided by the newest kept one
+    let lo = this.notAfter(store, n - 1, startedAt, durationMs) ? n : 0
+    let hi = lo === n ? n : n - 1
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      if (this.startAt(store, mid) <= startedAt) lo = mid + 1
+      if (this.notAfter(store, mid, startedAt, durationMs)) lo = mid + 1
       else hi = mid
     }
-    return { at: lo, tie: lo > 0 && this.startAt(store, lo - 1) === startedAt }
-  }
-
-  /** Whether a kept run started exactly at `startedAt` (their order is the database's, by run id). */
-  hasStart(startedAt: number): boolean {
-    return this.length > 0 && this.positionOf(this.own(), startedAt).tie
-  }
-
-  /** This history with one more duration at the end, its start the newest one's. */
-  append(durationMs: number): DurationHistory {
-    return this.insert(durationMs, this.newestStart())
+    const last = (store.start + lo - 1) % store.values.length
+    return { at: lo, same: lo > 0 && store.starts[last] === startedAt && store.values[last] === durationMs }
   }
 
   /**
-   * This history with the duration of a run that started at `startedAt`, placed by its start
-   * (after the runs that started at the same instant); past `memory` the oldest is dropped, and a
-   * run older than all of a full history's is not kept (this history is returned).
+   * Whether a kept run has exactly this start and duration: it may be the very run (one read from
+   * the database before its event came), which the history cannot tell by itself.
+   */
+  holds(durationMs: number, startedAt: number): boolean {
+    return this.length > 0 && this.positionOf(this.own(), startedAt, durationMs).same
+  }
+
+  /** This history with one more duration at the end, its start the newest one's (histories without starts). */
+  append(durationMs: number): DurationHistory {
+    return this.place(durationMs, this.newestStart(), this.length)
+  }
+
+  /**
+   * This history with the duration of a run that started at `startedAt`, placed by its start and
+   * duration; past `memory` the oldest is dropped, and a run that comes before all of a full
+   * history's is not kept (this history is returned).
    */
   insert(durationMs: number, startedAt: number): DurationHistory {
+    return this.place(durationMs, startedAt, this.positionOf(this.own(), startedAt, durationMs).at)
+  }
+
+  /** This history with the duration placed at position `at` (oldest first). */
+  private place(durationMs: number, startedAt: number, position: number): DurationHistory {
     let store = this.own()
     const n = this.length
-    let at = this.positionOf(store, startedAt).at
+    let at = position
     let dropped = Number.NaN
     let droppedStart = Number.NaN
     let kept = n

@@ -163,20 +163,20 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
 
     /**
      * The history an actor judges with is the last DURATION_MEMORY successful durations of the
-     * database, ordered by start (started_at, then run id), as the rules keep it (DurationHistory).
-     * It is loaded after the runs it holds were committed, while a run's RunFinished reaches the
-     * actor only after its commit: the event that made the actor load, and those queued behind it,
-     * may be of runs the loaded history holds already, and must not add them again. They are marked
-     * here. An event of such a run that was not queued yet (committed just before the load read,
-     * sent just after) finds a run with its very start in the history: `needsDatabaseOrder` loads
-     * the history again and it is marked then. So the history is the database's whatever the timing,
-     * and the actor remembers no run ids.
+     * database, ordered by start (started_at, then duration, then run id), as the rules keep it
+     * (DurationHistory). It is loaded after the runs it holds were committed, while a run's
+     * RunFinished reaches the actor only after its commit: the event that made the actor load, and
+     * those queued behind it, may be of runs the loaded history holds already, and must not add them
+     * again. They are marked here. An event of such a run that was not queued yet (committed just
+     * before the load read, sent just after) finds a run of its very start and duration in the
+     * history: `mayBeHeld` loads the history again and it is marked then. So the history is the
+     * database's whatever the timing, and the actor remembers no run ids.
      */
     const loadDurations = (actor: Actor, current: EngineEvent) =>
       sql<LoadedRun>`
         select id, duration_ms, started_at from runs
         where monitor_id = ${actor.id} and status = 'SUCCESS' and duration_ms is not null
-        order by started_at desc, id desc limit ${DURATION_MEMORY}`.pipe(
+        order by started_at desc, duration_ms desc, id desc limit ${DURATION_MEMORY}`.pipe(
         Effect.map((rows) => installDurations(actor, [...rows].reverse(), current)),
         Effect.orDie
       )
@@ -210,15 +210,15 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
     }
 
     /**
-     * Whether a finished run (not marked) started at the same instant as a run the history holds.
-     * Either it is that run (its event came after a load that read it) or another run of the same
-     * millisecond, whose order among them (which decides which one a full history drops first) is
-     * the database's, by run id, which the actor does not keep. Either way the actor loads the
-     * history again; rare, and one binary search otherwise (none for the newest run).
+     * Whether a finished run (not marked) has the start and duration of a run the history holds:
+     * it may be that run (its event came after a load that read it), which only the database can
+     * tell, so the actor loads the history again. Otherwise it is another run of the same
+     * millisecond and duration (rare), interchangeable with it. One comparison for a run newer than
+     * all kept, a binary search otherwise; no query.
      */
-    const needsDatabaseOrder = (actor: Actor, event: EngineEvent): boolean =>
+    const mayBeHeld = (actor: Actor, event: EngineEvent): boolean =>
       event._tag === "RunFinished" && event.history === undefined && event.run.status === "SUCCESS" &&
-      typeof event.run.durationMs === "number" && actor.state.recentDurations.hasStart(event.run.startedAt)
+      typeof event.run.durationMs === "number" && actor.state.recentDurations.holds(event.run.durationMs, event.run.startedAt)
 
     // ---- scheduling -------------------------------------------------------------------------
 
@@ -336,7 +336,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         let event = received
         // Durations matter to finished runs and to LATE limits of open runs; a MISSED check needs none.
         const needsDurations = event._tag !== "ConfigChanged" && !(event._tag === "Tick" && actor.state.openRuns.length === 0)
-        if (needsDurations && (!actor.durationsLoaded || needsDatabaseOrder(actor, event))) {
+        if (needsDurations && (!actor.durationsLoaded || mayBeHeld(actor, event))) {
           event = (yield* loadDurations(actor, event))!
         }
         const decision = decide(actor.state, event, ctx)
@@ -580,9 +580,9 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         cross join lateral (
           select id, duration_ms, started_at from runs
           where monitor_id = m.id and status = 'SUCCESS' and duration_ms is not null
-          order by started_at desc, id desc limit ${DURATION_MEMORY}
+          order by started_at desc, duration_ms desc, id desc limit ${DURATION_MEMORY}
         ) d
-        order by m.id, d.started_at, d.id`.pipe(unbounded, Effect.orDie)
+        order by m.id, d.started_at, d.duration_ms, d.id`.pipe(unbounded, Effect.orDie)
       const byMonitor = new Map<string, Array<LoadedRun>>()
       for (const d of durations) {
         const list = byMonitor.get(d.monitor_id) ?? []
@@ -626,7 +626,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         if (!actor.busy && actor.mailbox.length === 0 && actor.durationsLoaded && !actor.stopped) {
           let decision: Decision | undefined
           try {
-            decision = needsDatabaseOrder(actor, event) ? undefined : decide(actor.state, event, ctx)
+            decision = mayBeHeld(actor, event) ? undefined : decide(actor.state, event, ctx)
           } catch {
             decision = undefined
           }

@@ -69,7 +69,7 @@ export interface MonitorState {
   readonly activeIncidents: ReadonlyArray<ActiveIncident>
   /**
    * Durations (ms) of the last DURATION_MEMORY successful runs with a duration, oldest first by
-   * start (as the database orders them: started_at, then run id).
+   * start (as the database orders them: started_at, then duration; equal ones are interchangeable).
    */
   readonly recentDurations: DurationHistory
   readonly lastRunStatus: "SUCCESS" | "FAIL" | null

@@ -4,10 +4,10 @@ import { percentile } from "../../src/Engine/Anomaly.js"
 import { DurationHistory } from "../../src/Engine/DurationHistory.js"
 
 /**
- * The history keeps the newest `memory` durations by their runs' start, as the database orders
- * them; runs arrive in any order of start (overlapping runs, inferred starts). The reference: all
- * durations so far sorted by start (a run of the same start after the ones already there), the
- * last `memory` of them.
+ * The history keeps the newest `memory` durations by their runs' start, then duration, as the
+ * database orders them; runs arrive in any order of start (overlapping runs, inferred starts). The
+ * reference: all durations so far sorted by (start, duration), the last `memory` of them (runs of
+ * the same start and duration are interchangeable).
  */
 
 interface Run {
@@ -24,10 +24,12 @@ const runsArb = FastCheck.array(
   { maxLength: 300 }
 )
 
-/** The reference: runs kept by start (stable: equal starts in arrival order), the last `memory`. */
+const after = (a: Run, b: Run) => a.startedAt > b.startedAt || (a.startedAt === b.startedAt && a.durationMs > b.durationMs)
+
+/** The reference: runs kept by (start, duration), the last `memory`. */
 const reference = (kept: ReadonlyArray<Run>, run: Run, memory: number): Array<Run> => {
   let at = kept.length
-  while (at > 0 && kept[at - 1]!.startedAt > run.startedAt) at--
+  while (at > 0 && after(kept[at - 1]!, run)) at--
   if (kept.length === memory && at === 0) return [...kept]
   const next = [...kept.slice(0, at), run, ...kept.slice(at)]
   return next.length > memory ? next.slice(next.length - memory) : next
@@ -43,6 +45,7 @@ describe("DurationHistory", () => {
       const versions: Array<{ history: DurationHistory; runs: Array<Run> }> = []
       for (const run of runs) {
         versions.push({ history, runs: expected })
+        expect(history.holds(run.durationMs, run.startedAt)).toBe(expected.some((r) => r.startedAt === run.startedAt && r.durationMs === run.durationMs))
         history = history.insert(run.durationMs, run.startedAt)
         expected = reference(expected, run, memory)
         expect(history.toArray()).toEqual(expected.map((r) => r.durationMs))
@@ -72,13 +75,16 @@ describe("DurationHistory", () => {
     expect(h.insert(250, 2_500).toArray()).toEqual([250, 300, 400])
   })
 
-  it("hasStart tells a run of the same start (the database orders those by id)", () => {
-    const h = DurationHistory.from([100, 200, 300], 200, [1_000, 2_000, 3_000])
-    expect(h.hasStart(2_000)).toBe(true)
-    expect(h.hasStart(3_000)).toBe(true)
-    expect(h.hasStart(2_500)).toBe(false)
-    expect(h.hasStart(4_000)).toBe(false)
-    expect(DurationHistory.empty(200).hasStart(0)).toBe(false)
+  it("runs of the same start are kept by duration; holds tells a run of the same start and duration", () => {
+    let h = DurationHistory.from([100, 200, 300], 200, [1_000, 2_000, 3_000])
+    expect(h.holds(200, 2_000)).toBe(true)
+    expect(h.holds(300, 3_000)).toBe(true)
+    expect(h.holds(250, 2_000)).toBe(false)
+    expect(h.holds(200, 2_500)).toBe(false)
+    expect(h.holds(100, 4_000)).toBe(false)
+    expect(DurationHistory.empty(200).holds(0, 0)).toBe(false)
+    h = h.insert(150, 2_000).insert(250, 2_000).insert(50, 3_000)
+    expect(h.toArray()).toEqual([100, 150, 200, 250, 50, 300])
   })
 
   it("without removes one occurrence, to judge a run the history holds already", () => {

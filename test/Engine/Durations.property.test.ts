@@ -8,7 +8,7 @@ import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, sendPing }
 
 /**
  * Whatever the pings and whenever the service restarts, the durations an actor judges with are the
- * database's last DURATION_MEMORY successful durations (by start: started_at, then run id), and a
+ * database's last DURATION_MEMORY successful durations (by start: started_at, then duration, then run id), and a
  * FAIL incident's expectedDurationMs is PostgreSQL's percentile_cont(0.5) over them, rounded as
  * the engine rounds. Through the real HTTP server and PostgreSQL, on the TestClock.
  */
@@ -99,12 +99,12 @@ layer(ServiceLive, { timeout: 300_000 })("recent durations, property", (it) => {
           const rows = yield* sql<{ duration_ms: string }>`
             select duration_ms from runs
             where monitor_id = ${monitor.id} and status = 'SUCCESS' and duration_ms is not null
-            order by started_at desc, id desc limit ${DURATION_MEMORY}`
+            order by started_at desc, duration_ms desc, id desc limit ${DURATION_MEMORY}`
           const [median] = yield* sql<{ p: number | null }>`
             select percentile_cont(0.5) within group (order by duration_ms) as p from (
               select duration_ms from runs
               where monitor_id = ${monitor.id} and status = 'SUCCESS' and duration_ms is not null
-              order by started_at desc, id desc limit ${DURATION_MEMORY}) d`
+              order by started_at desc, duration_ms desc, id desc limit ${DURATION_MEMORY}) d`
           return { history: rows.map((r) => Number(r.duration_ms)).reverse(), median: median!.p }
         }))
         const historyAgrees = Effect.gen(function*() {

@@ -12,13 +12,13 @@ const settle = Effect.gen(function*() {
   yield* engine.idle
 })
 
-/** The monitor's last 200 successful durations in the database, oldest first (by start, then id). */
+/** The monitor's last 200 successful durations in the database, oldest first (by start, then duration, then id). */
 const databaseDurations = (monitorId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql<{ duration_ms: string }>`
       select duration_ms from runs where monitor_id = ${monitorId} and status = 'SUCCESS' and duration_ms is not null
-      order by started_at desc, id desc limit 200`
+      order by started_at desc, duration_ms desc, id desc limit 200`
     return rows.map((r) => Number(r.duration_ms)).reverse()
   })
 
