@@ -122,7 +122,8 @@ export class DurationHistory {
 
   /**
    * The newest `memory` of these durations (oldest first), with the starts of their runs (same
-   * order, nondecreasing); without starts, the runs' starts are unknown and older than any other.
+   * order: by start, then duration); without starts, the runs' starts are unknown and come before
+   * any run inserted later.
    */
   static from(values: ReadonlyArray<number>, memory: number, starts?: ReadonlyArray<number>): DurationHistory {
     const entries = { values: [...values], starts: starts === undefined ? values.map(() => Number.NEGATIVE_INFINITY) : [...starts] }
@@ -208,7 +209,7 @@ export class DurationHistory {
       store = grow(store, this.memory)
     }
     const capacity = store.values.length
-    // the runs that started later move up one slot (none, in the common case)
+    // the runs that come after it move up one slot (none, in the common case)
     for (let i = kept; i > at; i--) {
       const to = (store.start + i) % capacity
       const from = (store.start + i - 1) % capacity

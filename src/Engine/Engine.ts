@@ -53,10 +53,11 @@ interface Actor {
   stopped: boolean
 }
 
+/** A run of a loaded history; its start as epoch ms (a number, not a Date: thousands are read at start-up). */
 interface LoadedRun {
   readonly id: string
-  readonly duration_ms: number | string
-  readonly started_at: Date
+  readonly duration_ms: number
+  readonly started_ms: number
 }
 
 const WORKERS = 16
@@ -174,29 +175,38 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
      */
     const loadDurations = (actor: Actor, current: EngineEvent) =>
       sql<LoadedRun>`
-        select id, duration_ms, started_at from runs
+        select id, duration_ms, floor(extract(epoch from started_at) * 1000)::float8 as started_ms from runs
         where monitor_id = ${actor.id} and status = 'SUCCESS' and duration_ms is not null
         order by started_at desc, duration_ms desc, id desc limit ${DURATION_MEMORY}`.pipe(
-        Effect.map((rows) => installDurations(actor, [...rows].reverse(), current)),
+        Effect.map((rows) => {
+          const n = rows.length
+          const values = new Array<number>(n)
+          const starts = new Array<number>(n)
+          const loaded = new Set<string>()
+          for (let i = 0; i < n; i++) {
+            const row = rows[n - 1 - i]!
+            values[i] = Number(row.duration_ms)
+            starts[i] = row.started_ms
+            loaded.add(row.id)
+          }
+          installDurations(actor, values, starts)
+          return markLoaded(actor, loaded, current)
+        }),
         Effect.orDie
       )
 
-    /**
-     * Takes `rows` (oldest first) as the actor's history; marks the queued RunFinished events of the
-     * runs it holds, and answers the current event (its run was committed before the load read)
-     * marked: `kept` if the history holds it, `notKept` if not.
-     */
-    const installDurations = (actor: Actor, rows: ReadonlyArray<LoadedRun>, current: EngineEvent | undefined) => {
-      const values = new Array<number>(rows.length)
-      const starts = new Array<number>(rows.length)
-      const loaded = new Set<string>()
-      for (let i = 0; i < rows.length; i++) {
-        values[i] = Number(rows[i]!.duration_ms)
-        starts[i] = rows[i]!.started_at.getTime()
-        loaded.add(rows[i]!.id)
-      }
+    /** Takes these durations (oldest first, with their runs' starts) as the actor's history. */
+    const installDurations = (actor: Actor, values: ReadonlyArray<number>, starts: ReadonlyArray<number>) => {
       actor.state = { ...actor.state, recentDurations: DurationHistory.from(values, DURATION_MEMORY, starts) }
       actor.durationsLoaded = true
+    }
+
+    /**
+     * After a load that read the runs `loaded`: marks the queued RunFinished events of those runs,
+     * and answers the current event (its run was committed before the load read) marked, `kept` if
+     * the history holds it, `notKept` if not.
+     */
+    const markLoaded = (actor: Actor, loaded: ReadonlySet<string>, current: EngineEvent): EngineEvent => {
       for (let i = 0; i < actor.mailbox.length; i++) {
         const event = actor.mailbox[i]!
         if (event._tag !== "RunFinished") continue
@@ -205,7 +215,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         const history = loaded.has(event.run.id) ? "kept" : event.history === undefined ? undefined : "notKept"
         if (history !== event.history) actor.mailbox[i] = { ...event, history }
       }
-      if (current === undefined || current._tag !== "RunFinished") return current
+      if (current._tag !== "RunFinished") return current
       return { ...current, history: loaded.has(current.run.id) ? "kept" as const : "notKept" as const }
     }
 
@@ -337,7 +347,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         // Durations matter to finished runs and to LATE limits of open runs; a MISSED check needs none.
         const needsDurations = event._tag !== "ConfigChanged" && !(event._tag === "Tick" && actor.state.openRuns.length === 0)
         if (needsDurations && (!actor.durationsLoaded || mayBeHeld(actor, event))) {
-          event = (yield* loadDurations(actor, event))!
+          event = yield* loadDurations(actor, event)
         }
         const decision = decide(actor.state, event, ctx)
         commit(actor, event, decision)
@@ -573,24 +583,23 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
     // actor's next event: load them for just those monitors.
     const learning = [...actors.values()].filter((a) => a.state.openRuns.length > 0 && a.state.config.maxRuntimeSeconds === null)
     if (learning.length > 0) {
-      // The same history as loadDurations (the intake starts after the engine: no event is queued).
-      const durations = yield* sql<LoadedRun & { monitor_id: string }>`
-        select m.id as monitor_id, d.id, d.duration_ms, d.started_at
+      // The same history as loadDurations, one row of two arrays per monitor (the intake starts
+      // after the engine: no event is queued, nothing to mark).
+      const histories = yield* sql<{ monitor_id: string; durations: Array<number>; starts: Array<number> }>`
+        select m.id as monitor_id,
+               array_agg(d.duration_ms::float8 order by d.started_at, d.duration_ms, d.id) as durations,
+               array_agg(floor(extract(epoch from d.started_at) * 1000)::float8 order by d.started_at, d.duration_ms, d.id) as starts
         from unnest(${learning.map((a) => a.id)}::uuid[]) as m(id)
         cross join lateral (
           select id, duration_ms, started_at from runs
           where monitor_id = m.id and status = 'SUCCESS' and duration_ms is not null
           order by started_at desc, duration_ms desc, id desc limit ${DURATION_MEMORY}
         ) d
-        order by m.id, d.started_at, d.duration_ms, d.id`.pipe(unbounded, Effect.orDie)
-      const byMonitor = new Map<string, Array<LoadedRun>>()
-      for (const d of durations) {
-        const list = byMonitor.get(d.monitor_id) ?? []
-        list.push(d)
-        byMonitor.set(d.monitor_id, list)
-      }
+        group by m.id`.pipe(unbounded, Effect.orDie)
+      const byMonitor = new Map(histories.map((h) => [h.monitor_id, h]))
       for (const actor of learning) {
-        installDurations(actor, byMonitor.get(actor.id) ?? [], undefined)
+        const history = byMonitor.get(actor.id)
+        installDurations(actor, history?.durations ?? [], history?.starts ?? [])
         reschedule(actor)
       }
     }
