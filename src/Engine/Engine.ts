@@ -53,6 +53,13 @@ interface Actor {
   stopped: boolean
 }
 
+/** A run of a loaded history; its start as epoch ms (a number, not a Date: thousands are read at start-up). */
+interface LoadedRun {
+  readonly id: string
+  readonly duration_ms: number
+  readonly started_ms: number
+}
+
 const WORKERS = 16
 /**
  * Least time between two writes of the monitors' derived fields. With 1,000 monitors pinged a few
@@ -155,14 +162,73 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         )
       }).pipe(Effect.orDie)
 
-    const loadDurations = (actor: Actor) =>
-      sql<{ duration_ms: number }>`
-        select duration_ms from runs
+    /**
+     * The history an actor judges with is the last DURATION_MEMORY successful durations of the
+     * database, ordered by start (started_at, then duration, then run id), as the rules keep it
+     * (DurationHistory). It is loaded after the runs it holds were committed, while a run's
+     * RunFinished reaches the actor only after its commit: the event that made the actor load, and
+     * those queued behind it, may be of runs the loaded history holds already, and must not add them
+     * again. They are marked here. An event of such a run that was not queued yet (committed just
+     * before the load read, sent just after) finds a run of its very start and duration in the
+     * history: `mayBeHeld` loads the history again and it is marked then. So the history is the
+     * database's whatever the timing, and the actor remembers no run ids.
+     */
+    const loadDurations = (actor: Actor, current: EngineEvent) =>
+      sql<LoadedRun>`
+        select id, duration_ms, floor(extract(epoch from started_at) * 1000)::float8 as started_ms from runs
         where monitor_id = ${actor.id} and status = 'SUCCESS' and duration_ms is not null
-        order by started_at desc limit ${DURATION_MEMORY}`.pipe(
-        Effect.map((rows) => rows.map((r) => r.duration_ms).reverse()),
+        order by started_at desc, duration_ms desc, id desc limit ${DURATION_MEMORY}`.pipe(
+        Effect.map((rows) => {
+          const n = rows.length
+          const values = new Array<number>(n)
+          const starts = new Array<number>(n)
+          const loaded = new Set<string>()
+          for (let i = 0; i < n; i++) {
+            const row = rows[n - 1 - i]!
+            values[i] = Number(row.duration_ms)
+            starts[i] = row.started_ms
+            loaded.add(row.id)
+          }
+          installDurations(actor, values, starts)
+          return markLoaded(actor, loaded, current)
+        }),
         Effect.orDie
       )
+
+    /** Takes these durations (oldest first, with their runs' starts) as the actor's history. */
+    const installDurations = (actor: Actor, values: ReadonlyArray<number>, starts: ReadonlyArray<number>) => {
+      actor.state = { ...actor.state, recentDurations: DurationHistory.from(values, DURATION_MEMORY, starts) }
+      actor.durationsLoaded = true
+    }
+
+    /**
+     * After a load that read the runs `loaded`: marks the queued RunFinished events of those runs,
+     * and answers the current event (its run was committed before the load read) marked, `kept` if
+     * the history holds it, `notKept` if not.
+     */
+    const markLoaded = (actor: Actor, loaded: ReadonlySet<string>, current: EngineEvent): EngineEvent => {
+      for (let i = 0; i < actor.mailbox.length; i++) {
+        const event = actor.mailbox[i]!
+        if (event._tag !== "RunFinished") continue
+        // A run the history does not hold was committed after the load read (to be added), unless
+        // it was marked at an earlier load (then it is too old to keep).
+        const history = loaded.has(event.run.id) ? "kept" : event.history === undefined ? undefined : "notKept"
+        if (history !== event.history) actor.mailbox[i] = { ...event, history }
+      }
+      if (current._tag !== "RunFinished") return current
+      return { ...current, history: loaded.has(current.run.id) ? "kept" as const : "notKept" as const }
+    }
+
+    /**
+     * Whether a finished run (not marked) has the start and duration of a run the history holds:
+     * it may be that run (its event came after a load that read it), which only the database can
+     * tell, so the actor loads the history again. Otherwise it is another run of the same
+     * millisecond and duration (rare), interchangeable with it. One comparison for a run newer than
+     * all kept, a binary search otherwise; no query.
+     */
+    const mayBeHeld = (actor: Actor, event: EngineEvent): boolean =>
+      event._tag === "RunFinished" && event.history === undefined && event.run.status === "SUCCESS" &&
+      typeof event.run.durationMs === "number" && actor.state.recentDurations.holds(event.run.durationMs, event.run.startedAt)
 
     // ---- scheduling -------------------------------------------------------------------------
 
@@ -275,14 +341,13 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
     /** Effects carried out on the spot, without a database round trip. */
     const isImmediate = (effect: EngineEffect) => effect._tag === "UpdateMonitor"
 
-    const handle = (actor: Actor, event: EngineEvent) =>
+    const handle = (actor: Actor, received: EngineEvent) =>
       Effect.gen(function*() {
+        let event = received
         // Durations matter to finished runs and to LATE limits of open runs; a MISSED check needs none.
         const needsDurations = event._tag !== "ConfigChanged" && !(event._tag === "Tick" && actor.state.openRuns.length === 0)
-        if (!actor.durationsLoaded && needsDurations) {
-          const durations = yield* loadDurations(actor)
-          actor.state = { ...actor.state, recentDurations: DurationHistory.from(durations, DURATION_MEMORY) }
-          actor.durationsLoaded = true
+        if (needsDurations && (!actor.durationsLoaded || mayBeHeld(actor, event))) {
+          event = yield* loadDurations(actor, event)
         }
         const decision = decide(actor.state, event, ctx)
         commit(actor, event, decision)
@@ -518,24 +583,23 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
     // actor's next event: load them for just those monitors.
     const learning = [...actors.values()].filter((a) => a.state.openRuns.length > 0 && a.state.config.maxRuntimeSeconds === null)
     if (learning.length > 0) {
-      const durations = yield* sql<{ monitor_id: string; duration_ms: number }>`
-        select m.id as monitor_id, d.duration_ms
+      // The same history as loadDurations, one row of two arrays per monitor (the intake starts
+      // after the engine: no event is queued, nothing to mark).
+      const histories = yield* sql<{ monitor_id: string; durations: Array<number>; starts: Array<number> }>`
+        select m.id as monitor_id,
+               array_agg(d.duration_ms::float8 order by d.started_at, d.duration_ms, d.id) as durations,
+               array_agg(floor(extract(epoch from d.started_at) * 1000)::float8 order by d.started_at, d.duration_ms, d.id) as starts
         from unnest(${learning.map((a) => a.id)}::uuid[]) as m(id)
         cross join lateral (
-          select duration_ms, started_at from runs
+          select id, duration_ms, started_at from runs
           where monitor_id = m.id and status = 'SUCCESS' and duration_ms is not null
-          order by started_at desc limit ${DURATION_MEMORY}
+          order by started_at desc, duration_ms desc, id desc limit ${DURATION_MEMORY}
         ) d
-        order by m.id, d.started_at`.pipe(unbounded, Effect.orDie)
-      const byMonitor = new Map<string, Array<number>>()
-      for (const d of durations) {
-        const list = byMonitor.get(d.monitor_id) ?? []
-        list.push(d.duration_ms)
-        byMonitor.set(d.monitor_id, list)
-      }
+        group by m.id`.pipe(unbounded, Effect.orDie)
+      const byMonitor = new Map(histories.map((h) => [h.monitor_id, h]))
       for (const actor of learning) {
-        actor.state = { ...actor.state, recentDurations: DurationHistory.from(byMonitor.get(actor.id) ?? [], DURATION_MEMORY) }
-        actor.durationsLoaded = true
+        const history = byMonitor.get(actor.id)
+        installDurations(actor, history?.durations ?? [], history?.starts ?? [])
         reschedule(actor)
       }
     }
@@ -571,7 +635,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
         if (!actor.busy && actor.mailbox.length === 0 && actor.durationsLoaded && !actor.stopped) {
           let decision: Decision | undefined
           try {
-            decision = decide(actor.state, event, ctx)
+            decision = mayBeHeld(actor, event) ? undefined : decide(actor.state, event, ctx)
           } catch {
             decision = undefined
           }
@@ -634,6 +698,12 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
 
     const stateOf = (monitorId: string) => Option.fromNullable(actors.get(monitorId)?.state)
 
+    /** The recent successful durations an actor judges with, oldest first; undefined until it has loaded them (tests). */
+    const durationsOf = (monitorId: string): ReadonlyArray<number> | undefined => {
+      const actor = actors.get(monitorId)
+      return actor === undefined || !actor.durationsLoaded ? undefined : actor.state.recentDurations.toArray()
+    }
+
     /** Resolves once every actor's mailbox is empty (tests). Polls in real time, whatever the Clock. */
     const idle = Effect.gen(function*() {
       for (;;) {
@@ -645,6 +715,6 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       }
     })
 
-    return { send, upsert, stop, stateOf, idle, refreshHealth, stats, size: () => actors.size } as const
+    return { send, upsert, stop, stateOf, durationsOf, idle, refreshHealth, stats, size: () => actors.size } as const
   })
 }) {}

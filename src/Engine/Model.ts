@@ -67,7 +67,10 @@ export interface MonitorState {
   readonly lastPingAt: number | null
   readonly openRuns: ReadonlyArray<OpenRunState>
   readonly activeIncidents: ReadonlyArray<ActiveIncident>
-  /** Durations (ms) of recent successful runs, oldest first, at most DURATION_MEMORY. */
+  /**
+   * Durations (ms) of the last DURATION_MEMORY successful runs with a duration, oldest first by
+   * start (as the database orders them: started_at, then duration; equal ones are interchangeable).
+   */
   readonly recentDurations: DurationHistory
   readonly lastRunStatus: "SUCCESS" | "FAIL" | null
 }
@@ -82,8 +85,18 @@ export type MaintenanceCheck = (monitorId: string, at: number) => boolean
 export type EngineEvent =
   /** A start ping opened a run. */
   | { readonly _tag: "RunStarted"; readonly runId: string; readonly at: number }
-  /** A success or fail ping finished a run (or recorded one whose start is inferred). */
-  | { readonly _tag: "RunFinished"; readonly run: FinishedRun; readonly at: number }
+  /**
+   * A success or fail ping finished a run (or recorded one whose start is inferred). `history` is
+   * set when the actor loaded the recent durations from the database after this run was committed:
+   * `"kept"`, the loaded history holds its duration already (judged without it, not added again);
+   * `"notKept"`, it does not (the run is older than every run a full history keeps: not added).
+   */
+  | {
+    readonly _tag: "RunFinished"
+    readonly run: FinishedRun
+    readonly at: number
+    readonly history?: "kept" | "notKept" | undefined
+  }
   /** The clock reached (or passed) the state's next deadline. */
   | { readonly _tag: "Tick"; readonly at: number }
   /** The user changed the settings (schedule, grace, pause, …). */

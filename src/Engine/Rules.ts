@@ -53,7 +53,7 @@ export interface PersistedState {
   readonly openRuns: ReadonlyArray<OpenRunState>
   /** OPEN or ACKNOWLEDGED incidents, oldest first (status follows the newest one). */
   readonly activeIncidents: ReadonlyArray<ActiveIncident>
-  /** Durations of recent successful runs, oldest first. */
+  /** Durations of recent successful runs, oldest first (their starts unknown: older than any later run's). */
   readonly recentDurations: ReadonlyArray<number>
   readonly lastRunStatus: "SUCCESS" | "FAIL" | null
 }
@@ -472,9 +472,11 @@ const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<En
   resolve(d, effects, ctx, MISSED_AND_FAIL, at, "a successful run")
   if (!validDuration(run.durationMs)) return // nothing to judge, and nothing learned
   const durationMs = run.durationMs
-  const model = learnHistory(history)
+  // A run never judges itself: one the history holds already (loaded from the database after the
+  // run was committed) is judged without it, and neither it nor a run too old for the history is added.
+  const model = learnHistory(event.history === "kept" ? history.without(durationMs) : history)
   const verdict = model === null ? null : judgeDuration(model, durationMs)
-  const withThis = history.append(durationMs)
+  const withThis = event.history === undefined ? history.insert(durationMs, run.startedAt) : history
   d.recentDurations = withThis
   const sla = checkSlaOfHistory(withThis, d.config.sla)
   const anomaly = anomalyOf(durationMs, verdict, model?.medianMs ?? null, sla, d.config)

@@ -488,6 +488,27 @@ describe("Rules: ANOMALY", () => {
     expect(raises(step(d.state, success("r2", T + DAY, 600_000)).effects, "ANOMALY").length).toBe(1)
   })
 
+  it("a run the loaded history holds already (kept) is judged without itself and not added again", () => {
+    // 19 runs of 60 s and this run's own 600 s, loaded from the database after it was committed
+    const loaded = daily({}, { recentDurations: [...steady.slice(1), 600_000] })
+    const event = success("r1", T + 10 * SECOND, 600_000)
+    const kept = step(loaded, { ...event, history: "kept" } as EngineEvent)
+    // 19 earlier durations: not judged yet (counted twice, it would have been judged and flagged)
+    expect(raises(kept.effects, "ANOMALY")).toEqual([])
+    expect(kept.state.recentDurations.toArray()).toEqual([...steady.slice(1), 600_000])
+    // too old for a full history: judged against it, not added
+    const notKept = step(daily({}, { recentDurations: steady }), { ...event, history: "notKept" } as EngineEvent)
+    expect(raises(notKept.effects, "ANOMALY").length).toBe(1)
+    expect(notKept.state.recentDurations.toArray()).toEqual(steady)
+  })
+
+  it("durations are kept by the runs' start: a run that outlives a later started one takes its place", () => {
+    let s = daily({}, { recentDurations: [1_000] })
+    s = step(s, finished(T + 3 * MINUTE, { id: "b", startedAt: T + 2 * MINUTE, durationMs: 2_000 })).state
+    s = step(s, finished(T + 4 * MINUTE, { id: "a", startedAt: T + MINUTE, durationMs: 3_000, startInferred: false })).state
+    expect(s.recentDurations.toArray()).toEqual([1_000, 3_000, 2_000])
+  })
+
   it("a constant job does not flag on millisecond jitter, and tiny jobs not on tens of ms", () => {
     expect(raises(judged(steady, 60_001).effects)).toEqual([])
     const tiny = Array.from({ length: 20 }, () => 5)
