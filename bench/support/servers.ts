@@ -96,6 +96,7 @@ export const startService = async (options: ServiceOptions): Promise<RunningServ
       // Creating 1,000 monitors quickly with one token.
       API_RATE_PER_SECOND: "100000",
       API_BURST: "100000",
+      MAX_MONITORS_PER_ORG: "0",
       ...options.env
     }
   })
