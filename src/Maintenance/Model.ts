@@ -207,3 +207,7 @@ export const parseDay = (value: string): number | undefined => {
 }
 
 export const DAY_MS = 86_400_000
+
+/** An instant in ISO 8601, UTC, as the API and the events show instants. */
+export const iso = (t: number | Date): string => new Date(t).toISOString()
+export const isoOrNull = (t: number | Date | null): string | null => (t === null ? null : iso(t))

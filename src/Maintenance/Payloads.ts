@@ -1,4 +1,5 @@
 import type { EventInput } from "../Events/Events.js"
+import { iso } from "./Model.js"
 
 /**
  * The `data` of maintenance.upcoming, maintenance.started and maintenance.ended (ours; decisions §8,
@@ -38,62 +39,38 @@ export interface WindowFacts {
   readonly channels: ReadonlyArray<string>
 }
 
-const iso = (t: number) => new Date(t).toISOString()
+type PeriodBounds = { readonly start: number; readonly end: number }
 
-const windowOf = (w: WindowFacts) => ({
-  id: w.id,
-  name: w.name,
-  monitorIds: w.monitorIds,
-  reason: w.reason,
-  timezone: w.timezone
-})
-
-export const maintenanceUpcoming = (
+/** The event of one of the three kinds; `facts` are what only some kinds carry. */
+const maintenanceEvent = (
+  type: "maintenance.upcoming" | "maintenance.started" | "maintenance.ended",
   w: WindowFacts,
-  period: { readonly start: number; readonly end: number },
-  beforeStartSeconds: number,
+  period: PeriodBounds,
+  facts: Pick<MaintenanceEventData, "endedAt" | "endReason" | "beforeStartSeconds">,
   at: number
 ): EventInput => {
   const data: MaintenanceEventData = {
-    window: windowOf(w),
+    window: { id: w.id, name: w.name, monitorIds: w.monitorIds, reason: w.reason, timezone: w.timezone },
     startsAt: iso(period.start),
     endsAt: iso(period.end),
-    endedAt: null,
-    endReason: null,
-    beforeStartSeconds,
+    endedAt: facts.endedAt,
+    endReason: facts.endReason,
+    beforeStartSeconds: facts.beforeStartSeconds,
     channels: w.channels
   }
-  return { orgId: w.orgId, type: "maintenance.upcoming", data, monitorIds: w.monitorIds, at }
+  return { orgId: w.orgId, type, data, monitorIds: w.monitorIds, at }
 }
 
-export const maintenanceStarted = (w: WindowFacts, period: { readonly start: number; readonly end: number }, at: number): EventInput => {
-  const data: MaintenanceEventData = {
-    window: windowOf(w),
-    startsAt: iso(period.start),
-    endsAt: iso(period.end),
-    endedAt: null,
-    endReason: null,
-    beforeStartSeconds: null,
-    channels: w.channels
-  }
-  return { orgId: w.orgId, type: "maintenance.started", data, monitorIds: w.monitorIds, at }
-}
+export const maintenanceUpcoming = (w: WindowFacts, period: PeriodBounds, beforeStartSeconds: number, at: number): EventInput =>
+  maintenanceEvent("maintenance.upcoming", w, period, { endedAt: null, endReason: null, beforeStartSeconds }, at)
+
+export const maintenanceStarted = (w: WindowFacts, period: PeriodBounds, at: number): EventInput =>
+  maintenanceEvent("maintenance.started", w, period, { endedAt: null, endReason: null, beforeStartSeconds: null }, at)
 
 export const maintenanceEnded = (
   w: WindowFacts,
-  period: { readonly start: number; readonly end: number },
+  period: PeriodBounds,
   endedAt: number,
   endReason: "completed" | "deleted" | "updated",
   at: number
-): EventInput => {
-  const data: MaintenanceEventData = {
-    window: windowOf(w),
-    startsAt: iso(period.start),
-    endsAt: iso(period.end),
-    endedAt: iso(endedAt),
-    endReason,
-    beforeStartSeconds: null,
-    channels: w.channels
-  }
-  return { orgId: w.orgId, type: "maintenance.ended", data, monitorIds: w.monitorIds, at }
-}
+): EventInput => maintenanceEvent("maintenance.ended", w, period, { endedAt: iso(endedAt), endReason, beforeStartSeconds: null }, at)
