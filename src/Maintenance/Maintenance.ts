@@ -120,7 +120,9 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
 
     /** Runs `change` on the window under the lock, unless it was deleted since it was looked up. */
     const whileHeld = <A, E, R>(w: IndexedWindow, id: string, change: Effect.Effect<A, E, R>) =>
-      scheduler.serialized(Effect.suspend((): Effect.Effect<A, E | NotFound, R> => (index.holds(w) ? change : Effect.fail(windowNotFound(id)))))
+      scheduler.serialized(
+        Effect.suspend((): Effect.Effect<A, E | NotFound, R> => (index.holds(w) ? change : Effect.fail(windowNotFound(id))))
+      )
 
     const checkMonitors = (orgId: string, ids: ReadonlyArray<string>) =>
       Effect.gen(function*() {
@@ -157,7 +159,13 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
         const monitorIds = yield* checkMonitors(orgId, input.monitorIds)
         const schedule = yield* checkSchedule(input, now)
         const notifications = yield* checkNotifications(input.notifications)
-        const fields = { ...scheduleColumns(schedule), name: input.name.trim(), monitorIds, reason: input.reason ?? null, notifications }
+        const fields = {
+          ...scheduleColumns(schedule),
+          name: input.name.trim(),
+          monitorIds,
+          reason: input.reason ?? null,
+          notifications
+        }
         return yield* scheduler.serialized(Effect.gen(function*() {
           const row = yield* sql.withTransaction(Effect.gen(function*() {
             if (maxWindows > 0 && (yield* repo.countWindowsLocked(orgId)) >= maxWindows) {

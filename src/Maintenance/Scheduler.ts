@@ -270,7 +270,8 @@ export class MaintenanceScheduler extends Effect.Service<MaintenanceScheduler>()
     // The index holds the windows; what was recorded of them before this start comes from the history.
     for (const h of yield* repo.loadOpenHistory) {
       if (index.get(h.window_id) === undefined) continue
-      recordOf(h.window_id).open = { startedAt: h.started_at.getTime(), endsAt: h.ends_at.getTime(), name: h.name, monitorIds: h.monitor_ids }
+      const startedAt = h.started_at.getTime()
+      recordOf(h.window_id).open = { startedAt, endsAt: h.ends_at.getTime(), name: h.name, monitorIds: h.monitor_ids }
     }
     for (const u of yield* repo.loadUpcomingNotices) {
       if (index.get(u.window_id) !== undefined) recordOf(u.window_id).upcomingFor = u.period_start.getTime()
