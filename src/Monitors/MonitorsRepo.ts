@@ -42,7 +42,7 @@ export interface MonitorSettings {
 /**
  * First keys of the two-key advisory locks that serialise creations per organization under a quota
  * (the second key is the organization id's hash; two-key locks never meet the one-key locks listed
- * in src/Events/EventsRepo.ts): monitors, and maintenance windows (src/Maintenance/Maintenance.ts).
+ * in src/Events/EventsRepo.ts): monitors, and maintenance windows (src/Maintenance/MaintenanceRepo.ts).
  */
 export const QUOTA_LOCK_CLASS = 731_640_201
 export const MAINTENANCE_QUOTA_LOCK_CLASS = 731_640_202
