@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { execFileSync, spawn } from "node:child_process"
+import { execFile, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -34,24 +34,18 @@ const makePackage = (name: string, { withTsx }: { withTsx: boolean }) => {
   return dir
 }
 
-/** `node <dir>/bin/jobmon.js <args>` to completion. */
+/** `node <dir>/bin/jobmon.js <args>` to completion: its exit code and output. */
 const jobmon = (dir: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  Effect.async<{ code: number | null; stdout: string; stderr: string }>((resume) => {
-    const child = spawn(process.execPath, [path.join(dir, "bin/jobmon.js"), ...args], {
-      cwd: dir,
-      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? "/tmp", LOG_LEVEL: "warn", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout!.on("data", (d) => (stdout += d))
-    child.stderr!.on("data", (d) => (stderr += d))
-    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000)
-    child.on("exit", (code) => {
-      clearTimeout(timer)
-      resume(Effect.succeed({ code, stdout, stderr }))
-    })
-  })
+  Effect.promise(() =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        [path.join(dir, "bin/jobmon.js"), ...args],
+        { cwd: dir, env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? "/tmp", LOG_LEVEL: "warn", ...env }, timeout: 120_000 },
+        (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
+      )
+    )
+  )
 
 /** A stand-in for a build: dist/Cli/main.js that only says it ran, dated `at`. */
 const fakeBuild = (dir: string, at: Date) => {
@@ -163,9 +157,11 @@ describe("bin/jobmon.js without a current build", () => {
       expect(edited.stdout).toMatch(/^jobmon — job monitoring service/)
       expect(edited.stderr).toBe("")
 
-      // A new file counts too: it changes its folder.
+      // A file renamed keeps its own date; its folder's changes.
+      fs.writeFileSync(path.join(dir, "src", "Cli", "Spare.ts"), "export {}\n")
       copySources(dir, hourAgo)
-      fs.writeFileSync(path.join(dir, "src", "Cli", "Added.ts"), "export {}\n")
+      expect((yield* jobmon(dir, ["help"])).stdout).toBe("the build in dist/\n")
+      fs.renameSync(path.join(dir, "src", "Cli", "Spare.ts"), path.join(dir, "src", "Cli", "Renamed.ts"))
       expect((yield* jobmon(dir, ["help"])).stdout).toMatch(/^jobmon — job monitoring service/)
     }), 120_000)
 
