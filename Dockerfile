@@ -1,8 +1,8 @@
 # jobmon service image: `docker compose up` runs it beside TimescaleDB (docker-compose.yml).
 # Two stages: the build stage installs everything, compiles the service into dist/ and builds the
 # dashboard; the runtime stage has production dependencies only, the compiled service (no
-# TypeScript, no tsx: docs/operations.md, "Container image") and the built dashboard, and runs as
-# the unprivileged `node` user.
+# TypeScript sources, no tsx: docs/operations.md, "Building and running") and the built dashboard,
+# and runs as the unprivileged `node` user.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app

@@ -4,7 +4,7 @@
 // Everything else runs the service compiled into dist/ (`npm run build:server`, which `npm install`
 // runs). A checkout whose dist/ is missing or older than src/ runs the TypeScript sources through
 // tsx instead, when tsx (a dev dependency) is installed, so tests and a `git pull` never run a stale
-// build (docs/operations.md, "Running from a checkout").
+// build (docs/operations.md, "Building and running").
 import { existsSync, readdirSync, statSync } from "node:fs"
 
 const root = new URL("../", import.meta.url)
