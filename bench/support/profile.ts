@@ -5,10 +5,12 @@ import * as path from "node:path"
 /**
  * Summaries of a V8 `.cpuprofile` (from `node --cpu-prof`): where the busy time went, by self time.
  *
- * The service runs its TypeScript through tsx, which emits whitespace-minified code with `keepNames`
- * wrappers, so V8 sees one-line modules and many anonymous functions. Frames of our own files are
- * mapped back to the TypeScript line through tsx's on-disk cache (generated code and source map,
- * under `$TMPDIR/tsx-<uid>`), and an anonymous function is named by its first source line.
+ * The service runs the JavaScript that tsc compiled into dist/, with a source map beside each file;
+ * frames there are mapped back to the TypeScript line through it. The benchmarks' own scripts (and
+ * a checkout whose dist/ is stale) run through tsx, which emits whitespace-minified code with
+ * `keepNames` wrappers, so V8 sees one-line modules and many anonymous functions: those frames are
+ * mapped through tsx's on-disk cache (generated code and source map, under `$TMPDIR/tsx-<uid>`).
+ * An anonymous function is named by its first source line.
  *
  * The sampling profiler samples wall-clock time of the thread: on a machine where processes compete
  * for the cores, time the thread spent preempted inside a system call (typically `writev` waking
@@ -103,6 +105,25 @@ interface Compiled {
   readonly code: ReadonlyArray<string>
   readonly lines: Array<Array<readonly [number, number]>>
   readonly source: ReadonlyArray<string>
+  /** The TypeScript file, when the frame's own file is the build's (dist/). */
+  readonly sourceFile?: string
+}
+
+/** dist/ (tsconfig.build.json): a built file → its source map and TypeScript source; undefined without. */
+const builtMaps = new Map<string, Compiled | undefined>()
+const loadBuiltMap = (file: string): Compiled | undefined => {
+  if (!builtMaps.has(file)) {
+    let compiled: Compiled | undefined
+    try {
+      const map = JSON.parse(fs.readFileSync(`${file}.map`, "utf8")) as { sources: Array<string>; mappings: string }
+      const sourceFile = path.resolve(path.dirname(file), map.sources[0]!)
+      compiled = { code: [], lines: decodeMappings(map.mappings), source: fs.readFileSync(sourceFile, "utf8").split("\n"), sourceFile }
+    } catch {
+      compiled = undefined
+    }
+    builtMaps.set(file, compiled)
+  }
+  return builtMaps.get(file)
 }
 
 /** tsx's cache: source path → the compiled form the profiled process most likely used. */
@@ -161,7 +182,7 @@ const originalLine = (compiled: Compiled, line: number, column: number): number 
 const shortUrl = (url: string): string => {
   const nm = url.lastIndexOf("/node_modules/")
   if (nm >= 0) return url.slice(nm + "/node_modules/".length)
-  for (const dir of ["/src/", "/bench/", "/test/"]) {
+  for (const dir of ["/src/", "/dist/", "/bench/", "/test/"]) {
     const at = url.indexOf(dir)
     if (at >= 0) return url.slice(at + 1)
   }
@@ -187,8 +208,8 @@ const origin = (frame: CallFrame): string => {
 const frameName = (frame: CallFrame, cache: Map<string, Compiled>): string => {
   if (frame.url === "") return frame.functionName || "(anonymous)"
   const file = frame.url.replace(/^file:\/\//, "")
-  const compiled = cache.get(file)
-  const short = shortUrl(frame.url)
+  const compiled = cache.get(file) ?? (file.includes("/dist/") ? loadBuiltMap(file) : undefined)
+  const short = shortUrl(compiled?.sourceFile ?? frame.url)
   if (compiled === undefined) return `${frame.functionName || "(anonymous)"} ${short}:${frame.lineNumber + 1}`
   const line = originalLine(compiled, frame.lineNumber, frame.columnNumber)
   const where = line === undefined ? `${short}` : `${short}:${line + 1}`

@@ -1,11 +1,11 @@
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import type pg from "pg"
+import { packageRoot } from "../PackageRoot.js"
 
 /** Migrations are the numbered plain SQL files in `sql/`, applied in order, each once. */
-export const SQL_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../sql")
+export const SQL_DIR = path.join(packageRoot, "sql")
 
 export interface Migration {
   readonly id: number

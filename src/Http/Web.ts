@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, statSync } from "node:fs"
 import type * as http from "node:http"
 import { extname, join, normalize } from "node:path"
-import { fileURLToPath } from "node:url"
 import { gzipSync } from "node:zlib"
+import { packageRoot } from "../PackageRoot.js"
 
 /**
  * The dashboard (docs/dashboard.md): the single-page app built into web/dist by `npm run build:web`.
@@ -11,7 +11,7 @@ import { gzipSync } from "node:zlib"
  * else (all of /api, other methods) is passed on to the API router untouched.
  */
 
-export const defaultWebRoot = fileURLToPath(new URL("../../web/dist/", import.meta.url))
+export const defaultWebRoot = join(packageRoot, "web", "dist")
 
 const types: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

@@ -86,50 +86,66 @@ describe("docker-compose.yml", () => {
 })
 
 describe("Dockerfile", () => {
-  it("builds with full npm ci and the dashboard, then runs production dependencies only, as a non-root user", () => {
+  it("builds with full npm ci (which compiles dist/) and the dashboard, then runs the compiled service on production dependencies only, as a non-root user", () => {
     expect(stages.length).toBe(2)
     const [build, runtime] = stages
     const buildText = build!.lines.join("\n")
-    expect(buildText).toMatch(/^RUN npm ci\b(?!.*--omit)/m)
+    expect(buildText).toMatch(/^RUN npm ci\b(?!.*--omit)(?!.*--ignore-scripts)/m)
+    expect(JSON.parse(read("package.json")).scripts.prepare).toContain("scripts/build-server.mjs")
+    expect(buildText).toMatch(/^RUN test -f dist\/Cli\/main\.js$/m)
     expect(buildText).toMatch(/^RUN npm run build:web --if-present/m)
     const runtimeText = runtime!.lines.join("\n")
     expect(runtimeText).toMatch(/^RUN npm ci --omit=dev --ignore-scripts/m)
     expect(runtimeText).toContain(`COPY --from=${build!.name} /app/web/dist ./web/dist`)
-    for (const dir of ["bin", "src", "sql"]) expect(runtimeText).toContain(`COPY ${dir} ./${dir}`)
+    expect(runtimeText).toContain(`COPY --from=${build!.name} /app/dist ./dist`)
+    for (const dir of ["bin", "sql"]) expect(runtimeText).toContain(`COPY ${dir} ./${dir}`)
+    // The TypeScript sources stay out of the image: it runs dist/ and has no tsx to run them with.
+    expect(runtimeText).not.toMatch(/^COPY (?:\S+ )?(?:\.|src)(?:\/)? /m)
     const user = runtime!.lines.filter((l) => l.startsWith("USER ")).at(-1)
     expect(user).toBe("USER node")
     expect(runtimeText).toMatch(/^CMD \["node", "bin\/jobmon\.js", "serve"\]$/m)
     expect(runtimeText).toMatch(/^HEALTHCHECK .*\/healthz/m)
   })
 
-  it("every package the service imports at run time is installed by `npm ci --omit=dev`", () => {
+  it("every package the service imports at run time is installed by `npm ci --omit=dev`; tsx, the checkout's fallback, is not", () => {
     const lock = JSON.parse(read("package-lock.json")).packages as Record<string, { dev?: boolean }>
-    const files: Array<string> = []
-    const walk = (dir: string) => {
-      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-        const full = path.join(dir, entry.name)
-        if (entry.isDirectory()) walk(full)
-        else if (/\.(ts|js)$/.test(entry.name)) files.push(full)
+    /** The packages the .ts and .js files under `dir` import (not types only). */
+    const importsUnder = (dir: string) => {
+      const files: Array<string> = []
+      const walk = (dir: string) => {
+        for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+          const full = path.join(dir, entry.name)
+          if (entry.isDirectory()) walk(full)
+          else if (/\.(ts|js)$/.test(entry.name)) files.push(full)
+        }
       }
-    }
-    walk(fs.realpathSync(new URL("src", root)))
-    walk(fs.realpathSync(new URL("bin", root)))
-    const imported = new Set<string>()
-    for (const file of files) {
-      const text = fs.readFileSync(file, "utf8")
-      const specifiers = [
-        ...text.matchAll(/^\s*(?:import|export)\s+(?!type\s)[^"';]*?from\s+"([^"]+)"/gm),
-        ...text.matchAll(/^\s*import\s+"([^"]+)"/gm),
-        ...text.matchAll(/import\("([^"]+)"\)/g)
-      ].map((m) => m[1]!)
-      for (const s of specifiers) {
-        if (s.startsWith(".") || s.startsWith("node:")) continue
-        imported.add(s.startsWith("@") ? s.split("/").slice(0, 2).join("/") : s.split("/")[0]!)
+      walk(fs.realpathSync(new URL(dir, root)))
+      const imported = new Set<string>()
+      for (const file of files) {
+        const text = fs.readFileSync(file, "utf8")
+        const specifiers = [
+          ...text.matchAll(/^\s*(?:import|export)\s+(?!type\s)[^"';]*?from\s+"([^"]+)"/gm),
+          ...text.matchAll(/^\s*import\s+"([^"]+)"/gm),
+          ...text.matchAll(/import\("([^"]+)"\)/g)
+        ].map((m) => m[1]!)
+        for (const s of specifiers) {
+          if (s.startsWith(".") || s.startsWith("node:")) continue
+          imported.add(s.startsWith("@") ? s.split("/").slice(0, 2).join("/") : s.split("/")[0]!)
+        }
       }
+      return imported
     }
-    expect(imported).toContain("tsx")
-    expect(imported).toContain("effect")
-    const missing = [...imported].filter((name) => lock[`node_modules/${name}`] === undefined || lock[`node_modules/${name}`]!.dev === true)
+    // src/ is what dist/ is compiled from, import for import.
+    const service = importsUnder("src")
+    const bin = importsUnder("bin")
+    expect(service).toContain("effect")
+    expect(service).not.toContain("tsx")
+    // The bin imports tsx only to run the sources of a checkout whose dist/ is missing or stale.
+    expect(bin).toContain("tsx")
+    expect(lock["node_modules/tsx"]?.dev).toBe(true)
+    bin.delete("tsx")
+    const imported = [...service, ...bin]
+    const missing = imported.filter((name) => lock[`node_modules/${name}`] === undefined || lock[`node_modules/${name}`]!.dev === true)
     expect(missing, "imported at run time but dev-only (or absent) in package-lock.json").toEqual([])
   })
 })
