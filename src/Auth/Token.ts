@@ -1,6 +1,6 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 
-/** Pure token helpers: generation, hashing and scope rules (decisions §2). */
+/** Pure token helpers: generation, hashing and scope rules (docs/decisions.md#tokens-and-scopes). */
 
 export const TOKEN_PREFIX = "jmt_"
 export const Scopes = ["admin", "write", "read", "ping"] as const
@@ -25,8 +25,6 @@ export const hashToken = (token: string): Buffer => createHash("sha256").update(
 
 /** The non-secret start shown in listings, so users can tell their tokens apart. */
 export const displayPrefix = (token: string): string => token.slice(0, TOKEN_PREFIX.length + 6)
-
-export const hashesEqual = (a: Buffer, b: Buffer): boolean => a.length === b.length && timingSafeEqual(a, b)
 
 /** A bootstrap token from the environment must still be strong enough to guard an admin scope. */
 export const isAcceptableToken = (token: string): boolean => token.length >= 24 && /^[\x21-\x7e]+$/.test(token)
