@@ -5,9 +5,9 @@ import type { Need } from "./Token.js"
 /**
  * The scope an endpoint needs, declared where the endpoint (or its group) is defined:
  * `.annotate(RequiredScope, "admin")`. Without a declaration the endpoint's own method decides:
- * a GET needs `read`, any other method `write` (decisions §2). The authentication middleware looks
- * the need up by the route the router matched (its declared method and path), never by reading the
- * request's URL again (docs/security.md).
+ * a GET needs `read`, any other method `write` (docs/decisions.md#tokens-and-scopes). The
+ * authentication middleware looks the need up by the route the router matched (its declared method
+ * and path), never by reading the request's URL again (docs/security.md).
  */
 export class RequiredScope extends Context.Tag("jobmon/RequiredScope")<RequiredScope, Need>() {}
 

@@ -12,8 +12,8 @@ let poolAt = pool.length
 
 /**
  * A new UUID of version 7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits
- * (from a pool of random bytes, hex-encoded by table: a third of the cost of `randomUUID` and
- * slicing, on the ping path). Ids made one after the other sort by time, so rows keyed by them are
+ * (from a pool of random bytes, hex-encoded by table: much cheaper than `randomUUID` and slicing,
+ * on the ping path; docs/performance.md#figures-behind-code-comments). Ids made one after the other sort by time, so rows keyed by them are
  * added at the end of their index instead of at a random place: runs are written thousands of
  * times a second, and a random key touched a random index page each time.
  */

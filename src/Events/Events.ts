@@ -11,7 +11,7 @@ import { type EventRow, EventsRepo } from "./EventsRepo.js"
  * table by `seq`. Payload shapes are built in ./Payloads.ts.
  */
 
-/** Event kinds of the interface spec, plus the maintenance ones of decisions §8. */
+/** Event kinds of the interface spec, plus the maintenance ones (docs/decisions.md#maintenance-windows). */
 export const EventTypes = [
   "incident.opened",
   "incident.acknowledged",

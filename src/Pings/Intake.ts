@@ -290,8 +290,8 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
           return reply(errorReply("ServiceUnavailable", "The ping could not be stored right now; retry in a few seconds."))
         }
         // No X-RateLimit-* headers on success (only on the 429): the three headers cost the intake
-        // and its clients about a tenth of their throughput (docs/pings.md), and a cron job's ping
-        // never reads them.
+        // and its clients a measurable share of their throughput (docs/performance.md#figures-behind-code-comments),
+        // and a cron job's ping never reads them.
         reply({ status: 200, body: { received: true, runId: row.id } })
       })
     }
