@@ -1,6 +1,6 @@
 import { HttpApi } from "@effect/platform"
 import { Context, Option } from "effect"
-import type { Need } from "./Token.js"
+import type { Need } from "./Scopes.js"
 
 /**
  * The scope an endpoint needs, declared where the endpoint (or its group) is defined:

@@ -4,7 +4,7 @@ import { Conflict, Forbidden, NotFound, RateLimited, Unauthorized, UnsupportedMe
 import { IsoTimestamp } from "../Domain/Schemas.js"
 import { RequiredScope } from "./Access.js"
 import { CurrentPrincipal } from "./Principal.js"
-import { Scopes } from "./Token.js"
+import { Scopes } from "./Scopes.js"
 
 /**
  * Authentication for every `/api` endpoint but the public ones: `Authorization: Bearer <token>`, or

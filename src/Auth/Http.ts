@@ -10,7 +10,7 @@ import { Accounts, CSRF_HEADER, sessionCookieName } from "./Accounts.js"
 import { Authentication } from "./Api.js"
 import type { Principal } from "./Principal.js"
 import { CurrentPrincipal } from "./Principal.js"
-import { type Need, scopeAllows } from "./Token.js"
+import { type Need, scopeAllows } from "./Scopes.js"
 import { Tokens } from "./Tokens.js"
 import type { TokenRow } from "./TokensRepo.js"
 

@@ -1,4 +1,7 @@
-import { randomFillSync } from "node:crypto"
+/*
+ * No Node-only modules here: the API's contract (src/<Domain>/Api.ts) reaches this module, and the
+ * dashboard type-checks against that contract in the browser's types (web/src/types.ts).
+ */
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -7,7 +10,7 @@ export const isUuid = (value: string): boolean => UUID.test(value)
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 /** Random bytes drawn 4 KiB at a time (one system call per ~400 ids instead of one per 128). */
-const pool = Buffer.alloc(4096)
+const pool = new Uint8Array(4096)
 let poolAt = pool.length
 
 /**
@@ -19,7 +22,7 @@ let poolAt = pool.length
  */
 export const newTimeOrderedId = (now: number): string => {
   if (poolAt + 10 > pool.length) {
-    randomFillSync(pool)
+    crypto.getRandomValues(pool)
     poolAt = 0
   }
   const r = pool

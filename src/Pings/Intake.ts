@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, ParseResult, Runtime, Schema } from "effect"
 import { type CachedAuth, parseBearer, Tokens } from "../Auth/Tokens.js"
-import { scopeAllows } from "../Auth/Token.js"
+import { scopeAllows } from "../Auth/Scopes.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
 import { errorReply } from "../Domain/Errors.js"
