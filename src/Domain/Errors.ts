@@ -64,6 +64,10 @@ export const errorReply = <Tag extends ErrorTag>(tag: Tag, message: string, ...e
 
 // ---- the errors endpoints declare (HttpApi encodes them as `errorBody` does)
 
+const Message = { message: Schema.String }
+/** The class's status, from ERROR_STATUS. */
+const status = (tag: ErrorTag): Schema.Annotations.Schema<any> => HttpApiSchema.annotations({ status: ERROR_STATUS[tag] })
+
 export class ValidationError extends Schema.TaggedError<ValidationError>()(
   "ValidationError",
   {
@@ -71,73 +75,41 @@ export class ValidationError extends Schema.TaggedError<ValidationError>()(
     /** The offending field, as a dotted path (`schedule.timezone`), or "" for the whole body. */
     path: Schema.String
   },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.ValidationError })
+  status("ValidationError")
 ) {}
 
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
-  "Unauthorized",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.Unauthorized })
-) {}
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", Message, status("Unauthorized")) {}
 
-export class Forbidden extends Schema.TaggedError<Forbidden>()(
-  "Forbidden",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.Forbidden })
-) {}
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", Message, status("Forbidden")) {}
 
-export class NotFound extends Schema.TaggedError<NotFound>()(
-  "NotFound",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.NotFound })
-) {}
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", Message, status("NotFound")) {}
 
-export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
-  "MethodNotAllowed",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.MethodNotAllowed })
-) {}
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", Message, status("MethodNotAllowed")) {}
 
-export class Conflict extends Schema.TaggedError<Conflict>()(
-  "Conflict",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.Conflict })
-) {}
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", Message, status("Conflict")) {}
 
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
-  "PayloadTooLarge",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.PayloadTooLarge })
-) {}
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", Message, status("PayloadTooLarge")) {}
 
-export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
-  "UnsupportedMediaType",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.UnsupportedMediaType })
-) {}
+export class UnsupportedMediaType
+  extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", Message, status("UnsupportedMediaType"))
+{}
 
 export class RateLimited extends Schema.TaggedError<RateLimited>()(
   "RateLimited",
-  { message: Schema.String, retryAfterSeconds: Schema.Number },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.RateLimited })
+  { ...Message, retryAfterSeconds: Schema.Number },
+  status("RateLimited")
 ) {}
 
-export class BadGateway extends Schema.TaggedError<BadGateway>()(
-  "BadGateway",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.BadGateway })
-) {}
+export class BadGateway extends Schema.TaggedError<BadGateway>()("BadGateway", Message, status("BadGateway")) {}
 
 /**
  * 503, retry later: the database did not answer in time (a statement ran past `statement_timeout`,
  * src/Db/StatementTimeout.ts), or the health check could not reach it. The ping intake answers the
  * same body when a ping could not be stored.
  */
-export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
-  "ServiceUnavailable",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: ERROR_STATUS.ServiceUnavailable })
-) {}
+export class ServiceUnavailable
+  extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", Message, status("ServiceUnavailable"))
+{}
 
 /** @deprecated moved to src/Domain/Errors.ts as ServiceUnavailable (one class for every 503). */
 export const DatabaseBusy = ServiceUnavailable

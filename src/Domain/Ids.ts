@@ -1,3 +1,7 @@
+import { Either } from "effect"
+import { ValidationError } from "./Errors.js"
+import { excerpt } from "./Text.js"
+
 /*
  * No Node-only modules here: the API's contract (src/<Domain>/Api.ts) reaches this module, and the
  * dashboard type-checks against that contract in the browser's types (web/src/types.ts).
@@ -7,6 +11,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** Ids are UUIDs; anything else names nothing (404, never a database error). */
 export const isUuid = (value: string): boolean => UUID.test(value)
+
+/** A list's `monitorId` filter: absent, a UUID, or a 400 naming the parameter. */
+export const monitorIdParam = (value: string | undefined): Either.Either<string | undefined, ValidationError> =>
+  value === undefined || isUuid(value)
+    ? Either.right(value)
+    : Either.left(new ValidationError({ path: "monitorId", message: `monitorId must be a monitor id (a UUID), not '${excerpt(value)}'.` }))
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 /** Random bytes drawn 4 KiB at a time (one system call per ~400 ids instead of one per 128). */

@@ -71,6 +71,15 @@ export type MonitorCreatedData = { readonly monitor: Monitor }
 export type MonitorUpdatedData = { readonly monitor: Monitor; readonly changes: ReadonlyArray<string> }
 export type MonitorDeletedData = { readonly monitor: Monitor; readonly deletedAt: string }
 
+/** An incident.* event: about the incident's monitor, with its severity, at an instant of the incident. */
+const incidentEvent = (
+  orgId: string,
+  type: "incident.opened" | "incident.acknowledged" | "incident.resolved" | "incident.note_added",
+  incident: Incident,
+  data: Record<string, unknown>,
+  at: string
+): EventInput => ({ orgId, type, data, monitorIds: [incident.monitorId], severity: incident.severity, at: new Date(at) })
+
 export const incidentOpened = (orgId: string, incident: Incident, monitor: MonitorSummary): EventInput => {
   const data: IncidentOpenedData = {
     incident: {
@@ -85,14 +94,7 @@ export const incidentOpened = (orgId: string, incident: Incident, monitor: Monit
       details: incident.details
     }
   }
-  return {
-    orgId,
-    type: "incident.opened",
-    data,
-    monitorIds: [incident.monitorId],
-    severity: incident.severity,
-    at: new Date(incident.createdAt)
-  }
+  return incidentEvent(orgId, "incident.opened", incident, data, incident.createdAt)
 }
 
 export const incidentAcknowledged = (
@@ -107,14 +109,7 @@ export const incidentAcknowledged = (
     acknowledgedBy: { userId: by.userId, name: by.name, email: by.email },
     note
   }
-  return {
-    orgId,
-    type: "incident.acknowledged",
-    data,
-    monitorIds: [incident.monitorId],
-    severity: incident.severity,
-    at: new Date(incident.acknowledgedAt!)
-  }
+  return incidentEvent(orgId, "incident.acknowledged", incident, data, incident.acknowledgedAt!)
 }
 
 export const incidentResolved = (
@@ -135,14 +130,7 @@ export const incidentResolved = (
     resolvedBy: { userId: by.userId, name: by.name },
     note
   }
-  return {
-    orgId,
-    type: "incident.resolved",
-    data,
-    monitorIds: [incident.monitorId],
-    severity: incident.severity,
-    at: new Date(incident.resolvedAt!)
-  }
+  return incidentEvent(orgId, "incident.resolved", incident, data, incident.resolvedAt!)
 }
 
 export const incidentNoteAdded = (
@@ -157,14 +145,7 @@ export const incidentNoteAdded = (
     note,
     addedBy: { userId: by.userId, name: by.name, email: by.email }
   }
-  return {
-    orgId,
-    type: "incident.note_added",
-    data,
-    monitorIds: [incident.monitorId],
-    severity: incident.severity,
-    at: new Date(note.at)
-  }
+  return incidentEvent(orgId, "incident.note_added", incident, data, note.at)
 }
 
 export const monitorCreated = (orgId: string, monitor: Monitor, at: number | Date): EventInput => {

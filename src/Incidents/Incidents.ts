@@ -2,11 +2,10 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import type { Principal } from "../Auth/Principal.js"
 import { cursorParam, pageOf } from "../Domain/Cursor.js"
-import { Conflict, notFound, ValidationError } from "../Domain/Errors.js"
-import { isUuid } from "../Domain/Ids.js"
+import { Conflict, notFound } from "../Domain/Errors.js"
+import { isUuid, monitorIdParam } from "../Domain/Ids.js"
 import { iso } from "../Domain/Instant.js"
 import { DEFAULT_PAGE_LIMIT } from "../Domain/Schemas.js"
-import { excerpt } from "../Domain/Text.js"
 import type { IncidentStatus, IncidentType, Severity } from "../Engine/Model.js"
 import { type EventInput, Events } from "../Events/Events.js"
 import {
@@ -183,12 +182,7 @@ export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
 
     const list = (orgId: string, input: ListInput) =>
       Effect.gen(function*() {
-        if (input.monitorId !== undefined && !isUuid(input.monitorId)) {
-          return yield* new ValidationError({
-            path: "monitorId",
-            message: `monitorId must be a monitor id (a UUID), not '${excerpt(input.monitorId)}'.`
-          })
-        }
+        yield* monitorIdParam(input.monitorId)
         // A page ends at an incident's (createdAt, id).
         const cursor = yield* cursorParam(input.cursor)
         const limit = input.limit ?? DEFAULT_PAGE_LIMIT
