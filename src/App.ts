@@ -72,7 +72,7 @@ const CoreServicesLive = Layer.mergeAll(
 )
 
 /** Outbound webhooks and their delivery worker (docs/delivery.md), over the core services. */
-export const ServicesLive = Webhooks.Default.pipe(Layer.provideMerge(CoreServicesLive))
+const ServicesLive = Webhooks.Default.pipe(Layer.provideMerge(CoreServicesLive))
 
 export interface AppOptions {
   /** Serve the ping routes from the lean node:http handler (default) or through the HttpApi router. */

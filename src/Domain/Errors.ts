@@ -124,7 +124,7 @@ export const notFound = (what: string, id: string) => new NotFound({ message: `$
 export const MAX_BODY_BYTES = 2 * 1024 * 1024
 
 /** The one 413 message, wherever the body is refused (its Content-Length, or counted as it arrives). */
-export const PAYLOAD_TOO_LARGE_MESSAGE =
+const PAYLOAD_TOO_LARGE_MESSAGE =
   `The request body is over ${MAX_BODY_BYTES} bytes (2 MiB): send less (a ping's output is truncated to the monitor's maxOutputSizeKb anyway).`
 
 export const payloadTooLarge = () => new PayloadTooLarge({ message: PAYLOAD_TOO_LARGE_MESSAGE })

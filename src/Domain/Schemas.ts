@@ -18,7 +18,7 @@ export const MonitorIdPath = Schema.Struct({ monitorId: Schema.String })
 /** The rows a page of runs, incidents, events or deliveries holds when `limit` is not given. */
 export const DEFAULT_PAGE_LIMIT = 100
 /** The most rows such a page holds. */
-export const MAX_PAGE_LIMIT = 500
+const MAX_PAGE_LIMIT = 500
 
 /** The `limit` query parameter of those lists: 1 to 500, default 100. */
 export const PageLimitParam = Schema.optional(IntFromQuery.pipe(Schema.between(1, MAX_PAGE_LIMIT))).annotations({

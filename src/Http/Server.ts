@@ -189,7 +189,7 @@ export const sendJson = (res: http.ServerResponse, status: number, body: Record<
 }
 
 /** An error answer straight from node:http: the body every error has (src/Domain/Errors.ts). */
-export const sendError = (res: http.ServerResponse, reply: ErrorReply, headers?: Record<string, string>) =>
+const sendError = (res: http.ServerResponse, reply: ErrorReply, headers?: Record<string, string>) =>
   sendJson(res, reply.status, reply.body, headers)
 
 /**
