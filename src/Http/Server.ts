@@ -223,8 +223,8 @@ const finalHeaders = (request: HttpServerRequest.HttpServerRequest, response: Ht
 }
 
 /**
- * A defect is a bug (docs/decisions.md#errors): it is logged with its cause, and the client gets a 500 that
- * says so without the internals.
+ * A defect is a bug (docs/decisions.md#errors): it is logged with its cause, and the client gets a
+ * 500 that says so without the internals.
  */
 const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, R>) =>
   app.pipe(
