@@ -1,4 +1,4 @@
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { Accounts } from "./Auth/Accounts.js"
 import { Tokens } from "./Auth/Tokens.js"
 import { BootstrapLive } from "./Bootstrap.js"
@@ -6,52 +6,73 @@ import { AppConfigLive, type AppConfig } from "./Config.js"
 import { DatabaseLive } from "./Db/Database.js"
 import { JobWatch } from "./Db/Jobs.js"
 import { StoragePoliciesLive } from "./Db/Policies.js"
+import { Webhooks } from "./Delivery/Webhooks.js"
+import { Engine } from "./Engine/Engine.js"
+import { Events } from "./Events/Events.js"
 import { HttpServerLive, NoFastRoutes } from "./Http/Server.js"
+import { Incidents } from "./Incidents/Incidents.js"
+import { IncidentListener, IncidentRelayLive } from "./Incidents/Listener.js"
+import { MaintenanceLive } from "./Maintenance/Maintenance.js"
 import { MonitorCache } from "./Monitors/MonitorCache.js"
 import { Monitors } from "./Monitors/Monitors.js"
-import { MonitorsRepo } from "./Monitors/MonitorsRepo.js"
 import { FastPingRoutes } from "./Pings/FastRoute.js"
 import { Intake } from "./Pings/Intake.js"
 import { Rollup } from "./Stats/Rollup.js"
 import { Stats } from "./Stats/Stats.js"
-import { Incidents } from "./Incidents/Incidents.js"
-import { IncidentsRepo } from "./Incidents/IncidentsRepo.js"
-import { Events } from "./Events/Events.js"
-import { Engine } from "./Engine/Engine.js"
-import { MaintenanceLive } from "./Maintenance/Maintenance.js"
-import { IncidentRelayLive } from "./Incidents/Listener.js"
-import { Webhooks } from "./Delivery/Webhooks.js"
 
-/** The services behind the HTTP server, over a database; shared pieces are built once. */
-const SharedLive = Layer.mergeAll(
+/*
+ * How the service is composed. Every service is an Effect.Service that names its own dependencies,
+ * and is used here as `X.Default`: a layer used in several places (Events.Default, Engine.Default,
+ * MonitorCache.Default…) is the same object each time, so it is built once. What a service needs
+ * but does not name (the database, the configuration, the tags below) comes from the layers under it.
+ *
+ * Import cycles are broken one way: the module that needs something from a module that depends on
+ * it owns a Context.Tag describing what it needs; the other module's layer implements that tag; this
+ * file wires the two (IncidentListener below; the engine's MaintenanceCheck, implemented by
+ * MaintenanceLive).
+ */
+
+/**
+ * The engine hears users' acknowledgements and resolutions: Incidents' IncidentListener, implemented
+ * over the engine (the actor of the incident's monitor gets an IncidentChanged event).
+ */
+const EngineIncidentListener = Layer.effect(
+  IncidentListener,
+  Effect.map(Engine, (engine) => ({
+    changed: (change) =>
+      Effect.sync(() => engine.send(change.monitorId, { _tag: "IncidentChanged", type: change.type, status: change.status, at: change.at }))
+  }))
+)
+
+/** What the engine is built over: incidents, maintenance windows and the services the others share. */
+const FoundationLive = Layer.mergeAll(
   Tokens.Default,
   Accounts.Default,
   MonitorCache.Default,
-  MonitorsRepo.Default,
   Events.Default,
-  IncidentsRepo.Default,
-  IncidentRelayLive,
+  Incidents.Default,
   // maintenance windows: the engine's MaintenanceCheck and suppression counting (docs/maintenance.md)
-  MaintenanceLive
+  MaintenanceLive,
+  IncidentRelayLive
 )
 
 const CoreServicesLive = Layer.mergeAll(
-  Monitors.DefaultWithoutDependencies,
-  Intake.DefaultWithoutDependencies,
+  Monitors.Default,
+  Intake.Default,
   Stats.Default,
   // the same layer as Stats's dependency (built once): the storage endpoint reads its refresh status
   Rollup.Default,
   StoragePoliciesLive,
   // TimescaleDB background jobs, watched (docs/operations.md)
-  JobWatch.Default
+  JobWatch.Default,
+  EngineIncidentListener
 ).pipe(
   Layer.provideMerge(Engine.Default),
-  Layer.provideMerge(Incidents.DefaultWithoutDependencies),
-  Layer.provideMerge(SharedLive)
+  Layer.provideMerge(FoundationLive)
 )
 
 /** Outbound webhooks and their delivery worker (docs/delivery.md), over the core services. */
-export const ServicesLive = Webhooks.Default.pipe(Layer.provideMerge(CoreServicesLive))
+const ServicesLive = Webhooks.Default.pipe(Layer.provideMerge(CoreServicesLive))
 
 export interface AppOptions {
   /** Serve the ping routes from the lean node:http handler (default) or through the HttpApi router. */

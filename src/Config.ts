@@ -1,7 +1,7 @@
 import { Config, Context, Effect, Layer, LogLevel, Option, Redacted } from "effect"
 import { DEFAULT_MAX_ACTIVE_TOKENS_PER_ORG, DEFAULT_MAX_PENDING_INVITES_PER_ORG } from "./Auth/Limits.js"
 
-/** Every operator setting, read once from the environment (decisions §13). */
+/** Every operator setting, read once from the environment (docs/decisions.md#configuration). */
 export interface AppConfigShape {
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   readonly dataDir: string
@@ -11,7 +11,7 @@ export interface AppConfigShape {
   readonly bootstrapToken: Option.Option<Redacted.Redacted<string>>
   readonly allowPrivateTargets: boolean
   readonly logLevel: LogLevel.LogLevel
-  /** Ping rate limit per monitor: sustained per second and burst (decisions §11). */
+  /** Ping rate limit per monitor: sustained per second and burst (docs/decisions.md#rate-limits). */
   readonly pingRatePerSecond: number
   readonly pingBurst: number
   /** Other endpoints, per token. */

@@ -1,13 +1,13 @@
 import { HttpApi } from "@effect/platform"
 import { Context, Option } from "effect"
-import type { Need } from "./Token.js"
+import type { Need } from "./Scopes.js"
 
 /**
  * The scope an endpoint needs, declared where the endpoint (or its group) is defined:
  * `.annotate(RequiredScope, "admin")`. Without a declaration the endpoint's own method decides:
- * a GET needs `read`, any other method `write` (decisions §2). The authentication middleware looks
- * the need up by the route the router matched (its declared method and path), never by reading the
- * request's URL again (docs/security.md).
+ * a GET needs `read`, any other method `write` (docs/decisions.md#tokens-and-scopes). The
+ * authentication middleware looks the need up by the route the router matched (its declared method
+ * and path), never by reading the request's URL again (docs/security.md).
  */
 export class RequiredScope extends Context.Tag("jobmon/RequiredScope")<RequiredScope, Need>() {}
 

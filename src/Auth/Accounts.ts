@@ -25,7 +25,7 @@ import {
   verifyPassword
 } from "./Password.js"
 import type { Principal } from "./Principal.js"
-import type { Scope } from "./Token.js"
+import type { Scope } from "./Scopes.js"
 
 /** Dashboard accounts: users with passwords, browser sessions and invites (docs/dashboard-auth.md). */
 

@@ -1,16 +1,17 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Conflict, Forbidden, NotFound, RateLimited, Unauthorized, UnsupportedMediaType, ValidationError } from "../Domain/Errors.js"
+import { IsoTimestamp } from "../Domain/Schemas.js"
 import { RequiredScope } from "./Access.js"
 import { CurrentPrincipal } from "./Principal.js"
-import { Scopes } from "./Token.js"
+import { Scopes } from "./Scopes.js"
 
 /**
  * Authentication for every `/api` endpoint but the public ones: `Authorization: Bearer <token>`, or
  * the dashboard's session cookie (with `X-CSRF-Token` on changes); a Bearer header wins. It also
  * enforces the scope each endpoint declares (`RequiredScope`, src/Auth/Access.ts: tokens and invites
  * `admin`, the ping intake `ping` and a token; otherwise GET `read` and other methods `write`),
- * looked up by the route the router matched (decisions §2, docs/security.md).
+ * looked up by the route the router matched (docs/decisions.md#tokens-and-scopes, docs/security.md).
  */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("jobmon/Authentication", {
   failure: Schema.Union(Unauthorized, Forbidden, RateLimited),
@@ -28,8 +29,6 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("job
 export const ScopeSchema = Schema.Literal(...Scopes).annotations({
   description: "admin: everything incl. tokens; write: read and change; read: GET only; ping: only the ping intake"
 })
-
-export const IsoTimestamp = Schema.String.annotations({ description: "ISO 8601 UTC timestamp", examples: ["2026-01-31T12:00:00.000Z"] })
 
 export const TokenInfo = Schema.Struct({
   id: Schema.String,
@@ -188,3 +187,9 @@ export class UsersApi extends HttpApiGroup.make("users")
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Users")
 {}
+
+/**
+ * @deprecated moved to src/Domain/Schemas.ts: import it from there. Kept only for src/Delivery/Api.ts
+ * and src/Maintenance/Api.ts until their owners do.
+ */
+export { IsoTimestamp }

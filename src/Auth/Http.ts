@@ -3,13 +3,14 @@ import { Clock, Effect, Exit, Layer } from "effect"
 import { Api } from "../Http/Api.js"
 import { AppConfig } from "../Config.js"
 import { Forbidden, notFound, RateLimited, Unauthorized, ValidationError } from "../Domain/Errors.js"
+import { iso } from "../Domain/Instant.js"
 import { RateLimiter, type RateVerdict } from "../Http/RateLimit.js"
 import { accessTable, routeKey } from "./Access.js"
 import { Accounts, CSRF_HEADER, sessionCookieName } from "./Accounts.js"
 import { Authentication } from "./Api.js"
 import type { Principal } from "./Principal.js"
 import { CurrentPrincipal } from "./Principal.js"
-import { type Need, scopeAllows } from "./Token.js"
+import { type Need, scopeAllows } from "./Scopes.js"
 import { Tokens } from "./Tokens.js"
 import type { TokenRow } from "./TokensRepo.js"
 
@@ -56,7 +57,7 @@ export const AuthenticationLive = Layer.effect(
     const cookieName = sessionCookieName(config.publicUrl)
     const limiter = new RateLimiter(config.apiRatePerSecond, config.apiBurst)
     /**
-     * The API's own rate limit (decisions §11), per authenticated token or session: however the
+     * The API's own rate limit (docs/decisions.md#rate-limits), per authenticated token or session: however the
      * header is spelled or the path written, one credential is one bucket. The ping intake has its
      * per-monitor limit instead. The verdict is kept for the response's X-RateLimit-* headers.
      */
@@ -108,8 +109,6 @@ export const AuthenticationLive = Layer.effect(
     return { bearer: () => once, session: () => once }
   })
 )
-
-const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 
 export const tokenInfo = (row: TokenRow) => ({
   id: row.id,

@@ -27,8 +27,9 @@ export const SIGN_IN_MAX_SPACING_MS = 60_000
 export const SIGN_IN_KNOWN_ADDRESS_MS = 30 * 24 * 3600_000
 
 /**
- * Password hashes computed at once (each takes 128 MiB and ~270 ms of a core at N = 2^17, r = 8),
- * and how many more may wait for their turn; past that, sign-in is 429 with Retry-After.
+ * Password hashes computed at once (each holds 128 MiB and a core for a noticeable time at
+ * N = 2^17, r = 8: docs/performance.md#figures-behind-code-comments), and how many more may wait for their turn; past that, sign-in is
+ * 429 with Retry-After.
  */
 export const PASSWORD_HASHES_AT_ONCE = 2
 export const PASSWORD_HASHES_WAITING = 16

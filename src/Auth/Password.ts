@@ -14,9 +14,9 @@ export interface ScryptParams {
 }
 
 /**
- * N = 2^17, r = 8, p = 1 (OWASP's scrypt recommendation): 128 MiB and about 270 ms of one core
- * per hash on the 2-core CI machine (docs/dashboard-auth.md). Hashes run on libuv's thread pool;
- * Accounts bounds how many run at once (src/Auth/Limits.ts).
+ * N = 2^17, r = 8, p = 1 (OWASP's scrypt recommendation): 128 MiB per hash, and a few hundred
+ * milliseconds of one core (measured: docs/performance.md#figures-behind-code-comments). Hashes run on libuv's thread
+ * pool; Accounts bounds how many run at once (src/Auth/Limits.ts).
  */
 export const SCRYPT_PARAMS: ScryptParams = { N: 1 << 17, r: 8, p: 1 }
 const KEY_LENGTH = 32

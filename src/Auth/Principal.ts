@@ -1,5 +1,5 @@
 import { Context } from "effect"
-import type { Scope } from "./Token.js"
+import type { Scope } from "./Scopes.js"
 
 /**
  * Who is calling: the token's organization, owner and scope, or a signed-in user's (then `tokenId`

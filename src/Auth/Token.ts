@@ -1,22 +1,11 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 
-/** Pure token helpers: generation, hashing and scope rules (decisions §2). */
+/**
+ * Pure token helpers: generation and hashing (docs/decisions.md#tokens-and-scopes). What a token's
+ * scope allows: src/Auth/Scopes.ts.
+ */
 
 export const TOKEN_PREFIX = "jmt_"
-export const Scopes = ["admin", "write", "read", "ping"] as const
-export type Scope = (typeof Scopes)[number]
-
-/** What a request needs: `read` for GETs, `write` for changes, `admin` for tokens, `ping` for intake. */
-export type Need = "admin" | "write" | "read" | "ping"
-
-const grants: Record<Scope, ReadonlySet<Need>> = {
-  admin: new Set(["admin", "write", "read", "ping"]),
-  write: new Set(["write", "read", "ping"]),
-  read: new Set(["read"]),
-  ping: new Set(["ping"])
-}
-
-export const scopeAllows = (scope: Scope, need: Need): boolean => grants[scope].has(need)
 
 /** 192 random bits, base64url, behind a recognisable prefix: `jmt_` + 32 characters. */
 export const generateToken = (): string => TOKEN_PREFIX + randomBytes(24).toString("base64url")
@@ -25,8 +14,6 @@ export const hashToken = (token: string): Buffer => createHash("sha256").update(
 
 /** The non-secret start shown in listings, so users can tell their tokens apart. */
 export const displayPrefix = (token: string): string => token.slice(0, TOKEN_PREFIX.length + 6)
-
-export const hashesEqual = (a: Buffer, b: Buffer): boolean => a.length === b.length && timingSafeEqual(a, b)
 
 /** A bootstrap token from the environment must still be strong enough to guard an admin scope. */
 export const isAcceptableToken = (token: string): boolean => token.length >= 24 && /^[\x21-\x7e]+$/.test(token)

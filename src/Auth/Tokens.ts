@@ -4,7 +4,8 @@ import { Conflict, Unauthorized, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
 import { CONTROL_CHARACTERS } from "./Password.js"
 import type { Principal } from "./Principal.js"
-import { displayPrefix, generateToken, hashToken, type Scope } from "./Token.js"
+import type { Scope } from "./Scopes.js"
+import { displayPrefix, generateToken, hashToken } from "./Token.js"
 import { type PrincipalRow, toPrincipal, TokensRepo } from "./TokensRepo.js"
 
 /** Cached answers live this long, so a revocation made by another instance bites within a second. */

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { Principal } from "./Principal.js"
-import type { Scope } from "./Token.js"
+import type { Scope } from "./Scopes.js"
 
 export interface TokenRow {
   readonly id: string

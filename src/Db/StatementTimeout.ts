@@ -1,7 +1,7 @@
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { SqlClient, type SqlConnection } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { DatabaseBusy } from "../Domain/Errors.js"
+import { ServiceUnavailable } from "../Domain/Errors.js"
 
 /**
  * The pool's `statement_timeout` (STATEMENT_TIMEOUT_MS, src/Db/Database.ts) bounds what one request
@@ -63,9 +63,9 @@ export const statementTimeoutMessage =
 
 /**
  * For API handlers: a statement cancelled by the timeout becomes a 503 `ServiceUnavailable` with
- * `Retry-After`, instead of a 500. Declare DatabaseBusy on the endpoint's group.
+ * `Retry-After`, instead of a 500. Declare ServiceUnavailable on the endpoint's group.
  */
-export const unavailableOnStatementTimeout = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseBusy, R> =>
+export const unavailableOnStatementTimeout = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | ServiceUnavailable, R> =>
   Effect.catchSomeDefect(effect, (defect) =>
     isStatementTimeout(defect)
       ? Option.some(
@@ -76,7 +76,7 @@ export const unavailableOnStatementTimeout = <A, E, R>(effect: Effect.Effect<A, 
               Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(RETRY_AFTER_SECONDS)))
             )
           ),
-          Effect.fail(new DatabaseBusy({ message: statementTimeoutMessage }))
+          Effect.fail(new ServiceUnavailable({ message: statementTimeoutMessage }))
         )
       )
       : Option.none())

@@ -1,8 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { RequiredScope } from "../Auth/Access.js"
-import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { DatabaseBusy } from "../Domain/Errors.js"
+import { Authentication } from "../Auth/Api.js"
+import { ServiceUnavailable } from "../Domain/Errors.js"
+import { IsoTimestamp } from "../Domain/Schemas.js"
 
 export const StorageJob = Schema.Struct({
   jobId: Schema.Int,
@@ -56,7 +57,7 @@ export class StorageApi extends HttpApiGroup.make("storage")
       )
       .annotate(OpenApi.Summary, "Storage mode and TimescaleDB jobs (admin)")
   )
-  .addError(DatabaseBusy)
+  .addError(ServiceUnavailable)
   .middleware(Authentication)
   .annotate(RequiredScope, "admin")
   .annotate(OpenApi.Title, "Administration")

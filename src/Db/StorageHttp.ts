@@ -1,11 +1,10 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Duration, Effect, Option } from "effect"
+import { iso } from "../Domain/Instant.js"
 import { Api } from "../Http/Api.js"
 import { Rollup, ROLLUP_REFRESH_INTERVAL } from "../Stats/Rollup.js"
 import { JobWatch } from "./Jobs.js"
 import { unavailableOnStatementTimeout as bounded } from "./StatementTimeout.js"
-
-const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 
 export const StorageHttpLive = HttpApiBuilder.group(Api, "storage", (handlers) =>
   Effect.gen(function*() {

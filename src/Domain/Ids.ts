@@ -1,25 +1,38 @@
-import { randomFillSync } from "node:crypto"
+import { Either } from "effect"
+import { ValidationError } from "./Errors.js"
+import { excerpt } from "./Text.js"
+
+/*
+ * No Node-only modules here: the API's contract (src/<Domain>/Api.ts) reaches this module, and the
+ * dashboard type-checks against that contract in the browser's types (web/src/types.ts).
+ */
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** Ids are UUIDs; anything else names nothing (404, never a database error). */
 export const isUuid = (value: string): boolean => UUID.test(value)
 
+/** A list's `monitorId` filter: absent, a UUID, or a 400 naming the parameter. */
+export const monitorIdParam = (value: string | undefined): Either.Either<string | undefined, ValidationError> =>
+  value === undefined || isUuid(value)
+    ? Either.right(value)
+    : Either.left(new ValidationError({ path: "monitorId", message: `monitorId must be a monitor id (a UUID), not '${excerpt(value)}'.` }))
+
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 /** Random bytes drawn 4 KiB at a time (one system call per ~400 ids instead of one per 128). */
-const pool = Buffer.alloc(4096)
+const pool = new Uint8Array(4096)
 let poolAt = pool.length
 
 /**
  * A new UUID of version 7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits
- * (from a pool of random bytes, hex-encoded by table: a third of the cost of `randomUUID` and
- * slicing, on the ping path). Ids made one after the other sort by time, so rows keyed by them are
+ * (from a pool of random bytes, hex-encoded by table: much cheaper than `randomUUID` and slicing,
+ * on the ping path; docs/performance.md#figures-behind-code-comments). Ids made one after the other sort by time, so rows keyed by them are
  * added at the end of their index instead of at a random place: runs are written thousands of
  * times a second, and a random key touched a random index page each time.
  */
 export const newTimeOrderedId = (now: number): string => {
   if (poolAt + 10 > pool.length) {
-    randomFillSync(pool)
+    crypto.getRandomValues(pool)
     poolAt = 0
   }
   const r = pool

@@ -39,3 +39,14 @@ export const parseInstantParam = (path: string, value: string): Either.Either<nu
   }
   return Either.right(ms)
 }
+
+/**
+ * An instant as the API writes it (ISO 8601 UTC, milliseconds: `2026-01-31T12:00:00.000Z`), from a
+ * Date or epoch milliseconds; null stays null (a column that may be empty).
+ */
+export function iso(at: Date | number): string
+export function iso(at: Date | number | null): string | null
+export function iso(at: Date | number | null): string | null {
+  if (at === null) return null
+  return (typeof at === "number" ? new Date(at) : at).toISOString()
+}

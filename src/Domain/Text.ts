@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 
 /**
- * Text that the service stores, and text that it quotes back (decisions §1: no input may produce
+ * Text that the service stores, and text that it quotes back (docs/decisions.md#errors: no input may produce
  * a 500; a message says what was wrong without echoing a mebibyte).
  */
 

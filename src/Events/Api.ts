@@ -1,8 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { DatabaseBusy, ValidationError } from "../Domain/Errors.js"
-import { IntFromQuery } from "../Monitors/Api.js"
+import { Authentication } from "../Auth/Api.js"
+import { ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
+import { IntFromQuery, IsoTimestamp, PageLimitParam } from "../Domain/Schemas.js"
 import { EventTypes } from "./Events.js"
 
 export const EventTypeSchema = Schema.Literal(...EventTypes)
@@ -21,7 +21,7 @@ const Seq = IntFromQuery.pipe(Schema.greaterThanOrEqualTo(0))
 export const ListEventsParams = Schema.Struct({
   after: Schema.optional(Seq).annotations({ description: "only events with seq > after, oldest first (follow mode)" }),
   before: Schema.optional(Seq).annotations({ description: "only events with seq < before" }),
-  limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 500))).annotations({ description: "1 to 500, default 100" }),
+  limit: PageLimitParam,
   type: Schema.optional(EventTypeSchema),
   monitorId: Schema.optional(Schema.String.annotations({ description: "only events about this monitor" }))
 })
@@ -39,7 +39,7 @@ export class EventsApi extends HttpApiGroup.make("events")
       )
       .annotate(OpenApi.Summary, "The organization's recent domain events (what outbound webhooks deliver)")
   )
-  .addError(DatabaseBusy)
+  .addError(ServiceUnavailable)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Events")
 {}

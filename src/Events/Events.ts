@@ -1,7 +1,5 @@
 import { Effect } from "effect"
-import { ValidationError } from "../Domain/Errors.js"
-import { isUuid } from "../Domain/Ids.js"
-import { excerpt } from "../Domain/Text.js"
+import { monitorIdParam } from "../Domain/Ids.js"
 import type { Severity } from "../Engine/Model.js"
 import { type EventRow, EventsRepo } from "./EventsRepo.js"
 
@@ -11,7 +9,7 @@ import { type EventRow, EventsRepo } from "./EventsRepo.js"
  * table by `seq`. Payload shapes are built in ./Payloads.ts.
  */
 
-/** Event kinds of the interface spec, plus the maintenance ones of decisions §8. */
+/** Event kinds of the interface spec, plus the maintenance ones (docs/decisions.md#maintenance-windows). */
 export const EventTypes = [
   "incident.opened",
   "incident.acknowledged",
@@ -110,12 +108,7 @@ export class Events extends Effect.Service<Events>()("jobmon/Events", {
     /** An organization's events: with `after`, seq > after oldest first; otherwise newest first. */
     const list = (orgId: string, input: ListEventsInput) =>
       Effect.gen(function*() {
-        if (input.monitorId !== undefined && !isUuid(input.monitorId)) {
-          return yield* new ValidationError({
-            path: "monitorId",
-            message: `monitorId must be a monitor id (a UUID), not '${excerpt(input.monitorId)}'.`
-          })
-        }
+        yield* monitorIdParam(input.monitorId)
         const rows = yield* repo.list({
           orgId,
           after: input.after,

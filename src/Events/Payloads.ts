@@ -1,14 +1,16 @@
+import { iso } from "../Domain/Instant.js"
 import type { Incident } from "../Incidents/Api.js"
 import type { Monitor } from "../Monitors/Api.js"
 import type { EventInput } from "./Events.js"
 
 /**
- * The `data` of every event kind, in one place (docs/events.md). The incident.opened,
- * incident.acknowledged and incident.resolved shapes are the interface spec's; the others are ours.
- * Each builder answers a whole EventInput for Events.record.
+ * The `data` of the incident and monitor event kinds, in one place (docs/events.md). The
+ * incident.opened, incident.acknowledged and incident.resolved shapes are the interface spec's; the
+ * others are ours. Each builder answers a whole EventInput for Events.record. (ping.received's data
+ * is built by the database, sql/0011_ping_events.sql; maintenance.*'s by src/Maintenance/Payloads.ts.)
  */
 
-/** Who acted: the token's owner (decisions §2). */
+/** Who acted: the token's owner (docs/decisions.md#tokens-and-scopes). */
 export type Actor = {
   readonly userId: string | null
   readonly name: string
@@ -69,20 +71,14 @@ export type MonitorCreatedData = { readonly monitor: Monitor }
 export type MonitorUpdatedData = { readonly monitor: Monitor; readonly changes: ReadonlyArray<string> }
 export type MonitorDeletedData = { readonly monitor: Monitor; readonly deletedAt: string }
 
-export type PingReceivedData = {
-  readonly ping: {
-    readonly monitorId: string
-    readonly runId: string
-    readonly kind: "start" | "success" | "fail"
-    readonly at: string
-    /** The run's status after this ping. */
-    readonly status: "RUNNING" | "SUCCESS" | "FAIL"
-    readonly durationMs: number | null
-    readonly exitCode: number | null
-  }
-}
-
-const iso = (at: number | Date) => (typeof at === "number" ? new Date(at) : at).toISOString()
+/** An incident.* event: about the incident's monitor, with its severity, at an instant of the incident. */
+const incidentEvent = (
+  orgId: string,
+  type: "incident.opened" | "incident.acknowledged" | "incident.resolved" | "incident.note_added",
+  incident: Incident,
+  data: Record<string, unknown>,
+  at: string
+): EventInput => ({ orgId, type, data, monitorIds: [incident.monitorId], severity: incident.severity, at: new Date(at) })
 
 export const incidentOpened = (orgId: string, incident: Incident, monitor: MonitorSummary): EventInput => {
   const data: IncidentOpenedData = {
@@ -98,14 +94,7 @@ export const incidentOpened = (orgId: string, incident: Incident, monitor: Monit
       details: incident.details
     }
   }
-  return {
-    orgId,
-    type: "incident.opened",
-    data,
-    monitorIds: [incident.monitorId],
-    severity: incident.severity,
-    at: new Date(incident.createdAt)
-  }
+  return incidentEvent(orgId, "incident.opened", incident, data, incident.createdAt)
 }
 
 export const incidentAcknowledged = (
@@ -120,14 +109,7 @@ export const incidentAcknowledged = (
     acknowledgedBy: { userId: by.userId, name: by.name, email: by.email },
     note
   }
-  return {
-    orgId,
-    type: "incident.acknowledged",
-    data,
-    monitorIds: [incident.monitorId],
-    severity: incident.severity,
-    at: new Date(incident.acknowledgedAt!)
-  }
+  return incidentEvent(orgId, "incident.acknowledged", incident, data, incident.acknowledgedAt!)
 }
 
 export const incidentResolved = (
@@ -148,14 +130,7 @@ export const incidentResolved = (
     resolvedBy: { userId: by.userId, name: by.name },
     note
   }
-  return {
-    orgId,
-    type: "incident.resolved",
-    data,
-    monitorIds: [incident.monitorId],
-    severity: incident.severity,
-    at: new Date(incident.resolvedAt!)
-  }
+  return incidentEvent(orgId, "incident.resolved", incident, data, incident.resolvedAt!)
 }
 
 export const incidentNoteAdded = (
@@ -170,14 +145,7 @@ export const incidentNoteAdded = (
     note,
     addedBy: { userId: by.userId, name: by.name, email: by.email }
   }
-  return {
-    orgId,
-    type: "incident.note_added",
-    data,
-    monitorIds: [incident.monitorId],
-    severity: incident.severity,
-    at: new Date(note.at)
-  }
+  return incidentEvent(orgId, "incident.note_added", incident, data, note.at)
 }
 
 export const monitorCreated = (orgId: string, monitor: Monitor, at: number | Date): EventInput => {
@@ -211,33 +179,3 @@ export const MONITOR_SETTING_FIELDS = [
 
 export const changedMonitorFields = (before: Monitor, after: Monitor): ReadonlyArray<string> =>
   MONITOR_SETTING_FIELDS.filter((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]))
-
-/**
- * ping.received: never the output (it may be large; it is in the run, redacted, for who may read it).
- * For the ping writer to record (high volume: record them in batches with Events.recordMany).
- */
-export const pingReceived = (
-  orgId: string,
-  ping: {
-    readonly monitorId: string
-    readonly runId: string
-    readonly kind: "start" | "success" | "fail"
-    readonly at: number | Date
-    readonly status: "RUNNING" | "SUCCESS" | "FAIL"
-    readonly durationMs: number | null
-    readonly exitCode: number | null
-  }
-): EventInput => {
-  const data: PingReceivedData = {
-    ping: {
-      monitorId: ping.monitorId,
-      runId: ping.runId,
-      kind: ping.kind,
-      at: iso(ping.at),
-      status: ping.status,
-      durationMs: ping.durationMs,
-      exitCode: ping.exitCode
-    }
-  }
-  return { orgId, type: "ping.received", data, monitorIds: [ping.monitorId], at: ping.at }
-}

@@ -1,7 +1,7 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { AuthApi, TokensApi, UsersApi } from "../Auth/Api.js"
-import { MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, ValidationError } from "../Domain/Errors.js"
+import { MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
 import { MonitorsApi } from "../Monitors/Api.js"
 import { PingsApi, RunsApi } from "../Pings/Api.js"
 import { StatsApi } from "../Stats/Api.js"
@@ -10,12 +10,6 @@ import { EventsApi } from "../Events/Api.js"
 import { MaintenanceApi } from "../Maintenance/Api.js"
 import { ChatApi, WebhooksApi } from "../Delivery/Api.js"
 import { StorageApi } from "../Db/StorageApi.js"
-
-export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
-  "ServiceUnavailable",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: 503 })
-) {}
 
 export class HealthApi extends HttpApiGroup.make("health")
   .add(
@@ -26,7 +20,7 @@ export class HealthApi extends HttpApiGroup.make("health")
   )
 {}
 
-/** The whole contract. `/api` is version 1 (decisions §12). */
+/** The whole contract. `/api` is version 1 (docs/decisions.md#versioning). */
 export class Api extends HttpApi.make("jobmon")
   .add(HealthApi)
   .add(AuthApi)

@@ -46,7 +46,7 @@ export const firstProblem = (
   return { path, message: clipEcho(`Expected one of ${list}${values.length < allowed.length ? " (or no value)" : ""}, actual ${actual}`) }
 }
 
-/** A schema decode failure, said as one sentence that names the field (decisions §1). */
+/** A schema decode failure, said as one sentence that names the field (docs/decisions.md#errors). */
 export const validationFromDecode = (error: HttpApiError.HttpApiDecodeError): ValidationError => {
   const problem = firstProblem(error.issues)
   if (problem === undefined) return new ValidationError({ path: "", message: clipEcho(error.message) })

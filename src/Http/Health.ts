@@ -2,7 +2,8 @@ import { HttpApiBuilder } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Database } from "../Db/Database.js"
-import { Api, ServiceUnavailable } from "./Api.js"
+import { ServiceUnavailable } from "../Domain/Errors.js"
+import { Api } from "./Api.js"
 
 export const HealthHttpLive = HttpApiBuilder.group(Api, "health", (handlers) =>
   Effect.gen(function*() {

@@ -40,7 +40,7 @@ export const rateLimitHeaders = (bucket: Bucket, ratePerSecond: number, burst: n
 })
 
 /**
- * Per-credential token buckets for the API's own endpoints (decisions §11): `ratePerSecond`
+ * Per-credential token buckets for the API's own endpoints (docs/decisions.md#rate-limits): `ratePerSecond`
  * sustained, bursts of `burst`. Keys are hashes of the credential, never the credential itself.
  * Time is passed in (the caller reads it from Clock).
  */

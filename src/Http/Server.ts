@@ -12,14 +12,21 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, Context, Effect, Layer, Option } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Accounts } from "../Auth/Accounts.js"
 import { AuthHttpLive, UsersHttpLive } from "../Auth/AccountsHttp.js"
 import { AuthenticationLive, rateVerdictOf, TokensHttpLive } from "../Auth/Http.js"
-import { Tokens } from "../Auth/Tokens.js"
 import { AppConfig } from "../Config.js"
-import { Database } from "../Db/Database.js"
 import { isStatementTimeout, RETRY_AFTER_SECONDS, statementTimeoutMessage } from "../Db/StatementTimeout.js"
-import { MAX_BODY_BYTES, PayloadTooLarge, ValidationError } from "../Domain/Errors.js"
+import {
+  ERROR_STATUS,
+  type ErrorReply,
+  errorBody,
+  errorReply,
+  MAX_BODY_BYTES,
+  PAYLOAD_TOO_LARGE_REPLY,
+  type PayloadTooLarge,
+  payloadTooLarge,
+  ValidationError
+} from "../Domain/Errors.js"
 import { jsonNestedDeeperThan, tooDeepMessage } from "../Domain/Json.js"
 import { MonitorsHttpLive } from "../Monitors/Http.js"
 import { StatsHttpLive } from "../Stats/Http.js"
@@ -29,7 +36,6 @@ import { MaintenanceHttpLive } from "../Maintenance/Http.js"
 import { ChatHttpLive, WebhooksHttpLive } from "../Delivery/Http.js"
 import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
 import { StorageHttpLive } from "../Db/StorageHttp.js"
-import { Monitors } from "../Monitors/Monitors.js"
 import { Api } from "./Api.js"
 import { notFoundOrNotAllowed, routeTable, validationFromDecode } from "./Errors.js"
 import { HealthHttpLive } from "./Health.js"
@@ -73,12 +79,12 @@ const keepConnectionForAnswer = (req: http.IncomingMessage) => {
  */
 const answerClientError = (error: Error & { code?: string }, socket: import("node:stream").Duplex) => {
   if (error.code === "ECONNRESET" || !socket.writable) return socket.destroy()
-  const [status, tag, message] = error.code === "HPE_HEADER_OVERFLOW"
-    ? [431, "HeadersTooLarge", "The request's headers (with its request line) are over 16 KiB: send a shorter URL or fewer headers."]
+  const { status, body: reply } = error.code === "HPE_HEADER_OVERFLOW"
+    ? errorReply("HeadersTooLarge", "The request's headers (with its request line) are over 16 KiB: send a shorter URL or fewer headers.")
     : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-    ? [408, "RequestTimeout", "The request did not arrive in time: send the headers and the body without pausing."]
-    : [400, "BadRequest", "The request could not be parsed as HTTP/1.1."]
-  const body = JSON.stringify({ _tag: tag, message })
+    ? errorReply("RequestTimeout", "The request did not arrive in time: send the headers and the body without pausing.")
+    : errorReply("BadRequest", "The request could not be parsed as HTTP/1.1.")
+  const body = JSON.stringify(reply)
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
       `x-api-version: 1\r\nx-content-type-options: nosniff\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`
@@ -108,8 +114,6 @@ const routes = routeTable(Api)
 const isBodyOverLimit = (error: HttpServerError.RequestError) =>
   error.reason === "Decode" && error.cause instanceof Error && error.cause.message === "maxBytes exceeded"
 
-const tooLargeMessage = `The request body is over ${MAX_BODY_BYTES} bytes (2 MiB): send less (output is truncated to the monitor's maxOutputSizeKb anyway).`
-
 const hasJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
   request.method !== "GET" && request.method !== "HEAD" && request.method !== "DELETE" &&
   (request.headers["content-type"] ?? "application/json").toLowerCase().includes("json")
@@ -125,7 +129,7 @@ const checkJsonBody = Effect.gen(function*() {
   if (text._tag === "Left") {
     const error = text.left
     return yield* (error._tag === "RequestError" && isBodyOverLimit(error)
-      ? Effect.fail(new PayloadTooLarge({ message: tooLargeMessage }))
+      ? Effect.fail(payloadTooLarge())
       : Effect.fail(new ValidationError({ path: "", message: `The request body could not be read (${error.reason}).` })))
   }
   if (jsonNestedDeeperThan(text.right)) return yield* new ValidationError({ path: "", message: tooDeepMessage })
@@ -144,7 +148,7 @@ const ErrorMappingLive = HttpApiBuilder.middleware((app) =>
         return Option.none()
       }
       const error = defect as HttpServerError.RequestError
-      if (isBodyOverLimit(error)) return Option.some(Effect.fail(new PayloadTooLarge({ message: tooLargeMessage })))
+      if (isBodyOverLimit(error)) return Option.some(Effect.fail(payloadTooLarge()))
       return Option.some(
         Effect.fail(
           new ValidationError({
@@ -184,6 +188,10 @@ export const sendJson = (res: http.ServerResponse, status: number, body: Record<
   res.end(text)
 }
 
+/** An error answer straight from node:http: the body every error has (src/Domain/Errors.ts). */
+const sendError = (res: http.ServerResponse, reply: ErrorReply, headers?: Record<string, string>) =>
+  sendJson(res, reply.status, reply.body, headers)
+
 /**
  * Headers of every API answer (docs/security.md): nothing an answer carries is cached (tokens,
  * secrets and session data among them), nothing is sniffed or framed. The API reference is an HTML
@@ -215,8 +223,8 @@ const finalHeaders = (request: HttpServerRequest.HttpServerRequest, response: Ht
 }
 
 /**
- * A defect is a bug (decisions §1): it is logged with its cause, and the client gets a 500 that
- * says so without the internals.
+ * A defect is a bug (docs/decisions.md#errors): it is logged with its cause, and the client gets a
+ * 500 that says so without the internals.
  */
 const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, R>) =>
   app.pipe(
@@ -228,15 +236,15 @@ const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerRespon
         // A statement cancelled by STATEMENT_TIMEOUT_MS, on an endpoint that does not say so itself.
         if ([...Cause.defects(cause), ...Cause.failures(cause)].some(isStatementTimeout)) {
           yield* Effect.logWarning(`request ${request.method} ${request.url.split("?")[0]}: a SQL statement ran past STATEMENT_TIMEOUT_MS; answered 503`)
-          return HttpServerResponse.unsafeJson(
-            { _tag: "ServiceUnavailable", message: statementTimeoutMessage },
-            { status: 503, headers: { "retry-after": String(RETRY_AFTER_SECONDS) } }
-          )
+          return HttpServerResponse.unsafeJson(errorBody("ServiceUnavailable", statementTimeoutMessage), {
+            status: ERROR_STATUS.ServiceUnavailable,
+            headers: { "retry-after": String(RETRY_AFTER_SECONDS) }
+          })
         }
         yield* Effect.logError(`request ${request.method} ${request.url.split("?")[0]} failed`, cause)
         return HttpServerResponse.unsafeJson(
-          { _tag: "InternalError", message: "The service failed to answer this request; the failure is logged. Please report it." },
-          { status: 500 }
+          errorBody("InternalError", "The service failed to answer this request; the failure is logged. Please report it."),
+          { status: ERROR_STATUS.InternalError }
         )
       })
     )
@@ -280,21 +288,17 @@ export const HttpServerLive = Layer.scoped(
       const target = canonicalTarget(req.url ?? "/")
       if (target._tag === "Rejected") {
         req.resume()
-        return sendJson(res, target.status, {
-          _tag: target.status === 414 ? "UriTooLong" : "ValidationError",
-          ...(target.status === 400 ? { path: "" } : {}),
-          message: target.message
-        }, { connection: "close" })
+        const reply = target.status === 414
+          ? errorReply("UriTooLong", target.message)
+          : errorReply("ValidationError", target.message, { path: "" })
+        return sendError(res, reply, { connection: "close" })
       }
       // Everything after this line reads the one canonical spelling (src/Http/Canonical.ts).
       req.url = target.url
       const length = Number(req.headers["content-length"] ?? 0)
       if (length > MAX_BODY_BYTES) {
         refuseRestOfBody(req)
-        return sendJson(res, 413, {
-          _tag: "PayloadTooLarge",
-          message: `The request body has ${length} bytes; the limit is ${MAX_BODY_BYTES} bytes (2 MiB).`
-        })
+        return sendError(res, PAYLOAD_TOO_LARGE_REPLY)
       }
       if (fast.handle(req, res)) return
       if (web(req, res)) return
@@ -326,5 +330,3 @@ export const HttpServerLive = Layer.scoped(
   Layer.provide(ApiLive),
   Layer.provide(NodeHttpServer.layerContext)
 )
-
-export type ServerDeps = AppConfig | Database | Tokens | Accounts | Monitors | FastRoutes

@@ -1,9 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Authentication } from "../Auth/Api.js"
+import { Conflict, NotFound, ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
+import { CursorParam, IsoTimestamp, NextCursor, PageLimitParam } from "../Domain/Schemas.js"
 import { StoredString } from "../Domain/Text.js"
-import { IntFromQuery } from "../Monitors/Api.js"
 
 export const IncidentTypeSchema = Schema.Literal("MISSED", "LATE", "FAIL", "ANOMALY")
 export const SeveritySchema = Schema.Literal("HIGH", "MEDIUM", "LOW")
@@ -66,13 +66,13 @@ export const ListIncidentsParams = Schema.Struct({
   status: Schema.optional(IncidentStatusSchema),
   type: Schema.optional(IncidentTypeSchema),
   monitorId: Schema.optional(Schema.String.annotations({ description: "a monitor id; another organization's matches nothing" })),
-  limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 500))).annotations({ description: "1 to 500, default 100" }),
-  cursor: Schema.optional(Schema.String.annotations({ description: "nextCursor of the previous page" }))
+  limit: PageLimitParam,
+  cursor: CursorParam
 })
 
 export const IncidentPage = Schema.Struct({
   incidents: Schema.Array(Incident),
-  nextCursor: Schema.NullOr(Schema.String)
+  nextCursor: NextCursor
 })
 
 export const IncidentIdPath = Schema.Struct({ incidentId: Schema.String })
@@ -120,7 +120,7 @@ export class IncidentsApi extends HttpApiGroup.make("incidents")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "Add a note to an incident (any status)")
   )
-  .addError(DatabaseBusy)
+  .addError(ServiceUnavailable)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Incidents")
 {}

@@ -1,10 +1,11 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect } from "effect"
 import type { Principal } from "../Auth/Principal.js"
-import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
-import { isUuid } from "../Domain/Ids.js"
-import { inInstantRange } from "../Domain/Instant.js"
-import { excerpt } from "../Domain/Text.js"
+import { cursorParam, pageOf } from "../Domain/Cursor.js"
+import { Conflict, notFound } from "../Domain/Errors.js"
+import { isUuid, monitorIdParam } from "../Domain/Ids.js"
+import { iso } from "../Domain/Instant.js"
+import { DEFAULT_PAGE_LIMIT } from "../Domain/Schemas.js"
 import type { IncidentStatus, IncidentType, Severity } from "../Engine/Model.js"
 import { type EventInput, Events } from "../Events/Events.js"
 import {
@@ -47,10 +48,6 @@ export interface ListInput {
   readonly limit?: number | undefined
   readonly cursor?: string | undefined
 }
-
-export const DEFAULT_LIMIT = 100
-
-const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 
 /** resolvedAt − createdAt in whole seconds (rounded down). */
 export const mttrSeconds = (row: Pick<IncidentRow, "created_at" | "resolved_at">) =>
@@ -97,18 +94,7 @@ export const actorOf = (principal: Principal): Actor => ({
   email: principal.userEmail
 })
 
-/** A page boundary: the (createdAt, id) of the last incident shown, opaque to clients. */
-export const encodeCursor = (createdAt: Date, id: string) =>
-  Buffer.from(`${createdAt.toISOString()}|${id}`, "utf8").toString("base64url")
-
-export const decodeCursor = (cursor: string): { createdAt: Date; id: string } | undefined => {
-  const [at, id, extra] = Buffer.from(cursor, "base64url").toString("utf8").split("|")
-  if (at === undefined || id === undefined || extra !== undefined || !isUuid(id)) return undefined
-  const time = Date.parse(at)
-  return inInstantRange(time) ? { createdAt: new Date(time), id } : undefined
-}
-
-const incidentNotFound = (id: string) => new NotFound({ message: `Incident ${excerpt(id)} does not exist` })
+const incidentNotFound = (id: string) => notFound("Incident", id)
 
 export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
   dependencies: [IncidentsRepo.Default, Events.Default],
@@ -116,16 +102,13 @@ export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* IncidentsRepo
     const events = yield* Events
-    const listener = yield* Effect.serviceOption(IncidentListener)
 
+    /** Tells the listener (the engine) of a user's change, once it committed. */
     const notify = (row: IncidentRow, at: number) =>
-      Option.match(listener, {
-        onNone: () => Effect.void,
-        onSome: (l) =>
-          l.changed({ monitorId: row.monitor_id, type: row.type, status: row.status, at }).pipe(
-            Effect.catchAllCause((cause) => Effect.logWarning(`incident listener failed for incident ${row.id}`, cause))
-          )
-      })
+      Effect.flatMap(IncidentListener, (listener) =>
+        listener.changed({ monitorId: row.monitor_id, type: row.type, status: row.status, at }).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning(`incident listener failed for incident ${row.id}`, cause))
+        ))
 
     const withNotes = (row: IncidentRow) => Effect.map(repo.notesOf([row.id]), (notes) => toIncident(row, notes))
 
@@ -199,32 +182,21 @@ export class Incidents extends Effect.Service<Incidents>()("jobmon/Incidents", {
 
     const list = (orgId: string, input: ListInput) =>
       Effect.gen(function*() {
-        if (input.monitorId !== undefined && !isUuid(input.monitorId)) {
-          return yield* new ValidationError({
-            path: "monitorId",
-            message: `monitorId must be a monitor id (a UUID), not '${excerpt(input.monitorId)}'.`
-          })
-        }
-        const cursor = input.cursor === undefined ? undefined : decodeCursor(input.cursor)
-        if (input.cursor !== undefined && cursor === undefined) {
-          return yield* new ValidationError({ path: "cursor", message: "cursor is not one this API returned; pass nextCursor unchanged." })
-        }
-        const limit = input.limit ?? DEFAULT_LIMIT
+        yield* monitorIdParam(input.monitorId)
+        // A page ends at an incident's (createdAt, id).
+        const cursor = yield* cursorParam(input.cursor)
+        const limit = input.limit ?? DEFAULT_PAGE_LIMIT
         const rows = yield* repo.list({
           orgId,
           status: input.status,
           type: input.type,
           monitorId: input.monitorId,
-          cursor,
+          cursor: cursor === undefined ? undefined : { createdAt: cursor.at, id: cursor.id },
           limit: limit + 1
         })
-        const page = rows.slice(0, limit)
+        const { page, nextCursor } = pageOf(rows, limit, (row) => ({ at: row.created_at, id: row.id }))
         const notes = yield* repo.notesOf(page.map((r) => r.id))
-        const last = page[page.length - 1]
-        return {
-          incidents: page.map((row) => toIncident(row, notes)),
-          nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.created_at, last.id) : null
-        }
+        return { incidents: page.map((row) => toIncident(row, notes)), nextCursor }
       })
 
     /** A user transition in one transaction: lock, check, change, note, event; then the listener. */

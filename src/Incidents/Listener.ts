@@ -10,35 +10,26 @@ export interface IncidentChange {
   readonly at: number
 }
 
-export interface IncidentListenerShape {
+/**
+ * Who hears about users' changes to incidents (acknowledge, resolve): the engine. Raise and
+ * autoResolve are not reported: they come from the engine itself.
+ *
+ * The tag belongs to Incidents, which uses it; the engine's layer implements it and src/App.ts
+ * wires the two. The engine needs Incidents to be built, so Incidents asks for its listener in the
+ * operations that report to it, not when it is built: that is what breaks the cycle.
+ */
+export class IncidentListener extends Context.Tag("jobmon/IncidentListener")<IncidentListener, {
   /** Called after the change committed; its failures are logged, never the caller's. */
   readonly changed: (change: IncidentChange) => Effect.Effect<void>
-}
-
-/**
- * Who hears about user changes to incidents. The Incidents service uses it when it is in its
- * context, and does nothing otherwise. Only user operations (acknowledge, resolve) are reported:
- * raise and autoResolve come from the engine itself.
- */
-export class IncidentListener extends Context.Tag("jobmon/IncidentListener")<IncidentListener, IncidentListenerShape>() {}
-
-/** Nobody listens. */
-export const IncidentListenerNone = Layer.succeed(IncidentListener, { changed: () => Effect.void })
-
-/**
- * For a listener that itself depends on Incidents (the engine does): this layer provides an
- * IncidentListener that forwards to whatever is connected later through IncidentRelay, which
- * breaks the layer cycle. Until something connects, changes are dropped.
- */
-export class IncidentRelay extends Context.Tag("jobmon/IncidentRelay")<IncidentRelay, {
-  readonly connect: (listener: IncidentListenerShape) => Effect.Effect<void>
 }>() {}
 
-export const IncidentRelayLive: Layer.Layer<IncidentRelay | IncidentListener> = Layer.effectContext(
-  Effect.sync(() => {
-    let target: IncidentListenerShape = { changed: () => Effect.void }
-    return Context.make(IncidentListener, { changed: (change) => Effect.suspend(() => target.changed(change)) }).pipe(
-      Context.add(IncidentRelay, { connect: (listener) => Effect.sync(() => void (target = listener)) })
-    )
-  })
-)
+/**
+ * @deprecated The engine hears incident changes through IncidentListener (src/App.ts); `connect`
+ * does nothing. Kept only so that src/Engine/Engine.ts compiles until its owner removes the call.
+ */
+export class IncidentRelay extends Context.Tag("jobmon/IncidentRelay")<IncidentRelay, {
+  readonly connect: (listener: Context.Tag.Service<IncidentListener>) => Effect.Effect<void>
+}>() {}
+
+/** @deprecated See IncidentRelay. */
+export const IncidentRelayLive = Layer.succeed(IncidentRelay, { connect: () => Effect.void })

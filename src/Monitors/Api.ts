@@ -1,7 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Authentication } from "../Auth/Api.js"
+import { Conflict, NotFound, ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
+import { allOptional, IntFromQuery, IsoTimestamp, MonitorIdPath } from "../Domain/Schemas.js"
 import { StoredString } from "../Domain/Text.js"
 
 export const ScheduleType = Schema.Literal("cron", "interval")
@@ -81,21 +82,9 @@ export const CreateMonitorRequest = Schema.Struct({
 })
 export type CreateMonitorRequest = typeof CreateMonitorRequest.Type
 
-export const UpdateMonitorRequest = Schema.Struct({
-  name: Schema.optional(Name),
-  schedule: Schema.optional(ScheduleInputSchema),
-  graceSeconds: Schema.optional(GraceSeconds),
-  maxRuntimeSeconds: Schema.optional(MaxRuntimeSeconds),
-  maxOutputSizeKb: Schema.optional(MaxOutputSizeKb),
-  captureOutput: Schema.optional(Schema.Boolean),
-  sla: Schema.optional(Schema.NullOr(SlaSchema)),
-  tags: Schema.optional(Tags),
-  autoResolve: Schema.optional(Schema.Boolean)
-})
+/** PATCH: the create request's fields, every one optional (null clears maxRuntimeSeconds and sla, as on create). */
+export const UpdateMonitorRequest = Schema.Struct(allOptional(CreateMonitorRequest.fields))
 export type UpdateMonitorRequest = typeof UpdateMonitorRequest.Type
-
-/** Query numbers arrive as strings; anything but a whole number is a 400 naming the parameter. */
-export const IntFromQuery = Schema.NumberFromString.pipe(Schema.int())
 
 export const ListMonitorsParams = Schema.Struct({
   page: Schema.optional(IntFromQuery.pipe(Schema.greaterThanOrEqualTo(1))).annotations({ description: "default 1" }),
@@ -108,8 +97,6 @@ export const MonitorPage = Schema.Struct({
   page: Schema.Int,
   limit: Schema.Int
 })
-
-export const MonitorIdPath = Schema.Struct({ monitorId: Schema.String })
 
 export const PreviewRequest = Schema.Struct({
   schedule: ScheduleInputSchema,
@@ -179,7 +166,13 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "The next expected times of a schedule, in its zone")
   )
-  .addError(DatabaseBusy)
+  .addError(ServiceUnavailable)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Monitors")
 {}
+
+/**
+ * @deprecated moved to src/Domain/Schemas.ts: import it from there. Kept only for src/Delivery/Api.ts
+ * and src/Maintenance/Api.ts until their owners do.
+ */
+export { IntFromQuery }

@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either } from "effect"
 import { AppConfig } from "../Config.js"
-import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Conflict, notFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
-import { excerpt } from "../Domain/Text.js"
+import { iso } from "../Domain/Instant.js"
 import { Engine } from "../Engine/Engine.js"
 import { Events } from "../Events/Events.js"
 import { changedMonitorFields, monitorCreated, monitorDeleted, monitorUpdated } from "../Events/Payloads.js"
@@ -15,11 +15,6 @@ import { nextOccurrence, type Schedule, type ScheduleInput, validateSchedule } f
 
 export const DEFAULT_GRACE_SECONDS = 60
 export const DEFAULT_MAX_OUTPUT_KB = 10
-
-export { scheduleOf }
-
-const iso = (date: Date | null) => (date === null ? null : date.toISOString())
-
 
 /** The first time a run is expected after `from`: the next cron occurrence, or from + interval. */
 export const firstExpected = (schedule: Schedule, from: number): Date | null => {
@@ -60,7 +55,7 @@ export const checkSchedule = (input: ScheduleInput, path = "schedule") =>
     onRight: (schedule) => Effect.succeed(schedule)
   })
 
-const monitorNotFound = (id: string) => new NotFound({ message: `Monitor ${excerpt(id)} does not exist` })
+const monitorNotFound = (id: string) => notFound("Monitor", id)
 
 export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
   dependencies: [MonitorsRepo.Default, MonitorCache.Default, Events.Default, Engine.Default],

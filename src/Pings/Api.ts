@@ -1,15 +1,10 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { RequiredScope } from "../Auth/Access.js"
-import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, DatabaseBusy, NotFound, RateLimited, ValidationError } from "../Domain/Errors.js"
-import { IntFromQuery, MonitorIdPath } from "../Monitors/Api.js"
+import { Authentication } from "../Auth/Api.js"
+import { Conflict, NotFound, RateLimited, ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
+import { CursorParam, IsoTimestamp, MonitorIdPath, NextCursor, PageLimitParam } from "../Domain/Schemas.js"
 import { FailPingBody, PingQuery, PingResponse, StartPingBody, SuccessPingBody } from "./Schemas.js"
-
-export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()(
-  "ServiceUnavailable",
-  { message: Schema.String }
-) {}
 
 const ping = <const Name extends "start" | "success" | "fail", P extends Schema.Schema.Any>(name: Name, payload: P, summary: string) =>
   HttpApiEndpoint.post(name, `/api/ping/:monitorId/${name}`)
@@ -21,7 +16,7 @@ const ping = <const Name extends "start" | "success" | "fail", P extends Schema.
     .addError(NotFound)
     .addError(Conflict)
     .addError(RateLimited)
-    .addError(StorageUnavailable, { status: 503 })
+    .addError(ServiceUnavailable)
     .annotate(OpenApi.Summary, summary)
 
 /**
@@ -56,8 +51,8 @@ export type Run = typeof Run.Type
 export const ListRunsParams = Schema.Struct({
   from: Schema.optional(Schema.String.annotations({ description: "ISO 8601; runs started at or after" })),
   to: Schema.optional(Schema.String.annotations({ description: "ISO 8601; runs started before" })),
-  limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 500))).annotations({ description: "1 to 500, default 100" }),
-  cursor: Schema.optional(Schema.String.annotations({ description: "nextCursor of the previous page" }))
+  limit: PageLimitParam,
+  cursor: CursorParam
 })
 
 export const RunSummaryParams = Schema.Struct({
@@ -83,7 +78,7 @@ export class RunsApi extends HttpApiGroup.make("runs")
     HttpApiEndpoint.get("list", "/api/monitors/:monitorId/runs")
       .setPath(MonitorIdPath)
       .setUrlParams(ListRunsParams)
-      .addSuccess(Schema.Struct({ runs: Schema.Array(Run), nextCursor: Schema.NullOr(Schema.String) }))
+      .addSuccess(Schema.Struct({ runs: Schema.Array(Run), nextCursor: NextCursor }))
       .addError(NotFound)
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "A monitor's runs, newest first")
@@ -102,7 +97,7 @@ export class RunsApi extends HttpApiGroup.make("runs")
       )
       .annotate(OpenApi.Summary, "Counts of a monitor's runs in a window, by status")
   )
-  .addError(DatabaseBusy)
+  .addError(ServiceUnavailable)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Runs")
 {}

@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
 import type * as http from "node:http"
-import { MAX_BODY_BYTES } from "../Domain/Errors.js"
+import { MAX_BODY_BYTES, PAYLOAD_TOO_LARGE_REPLY } from "../Domain/Errors.js"
 import { FastRoutes, refuseRestOfBody, sendJson } from "../Http/Server.js"
 import { Intake, type PingReply } from "./Intake.js"
 
@@ -34,10 +34,7 @@ export const FastPingRoutes = Layer.effect(
           tooLarge = true
           chunks.length = 0
           refuseRestOfBody(req)
-          send(res, {
-            status: 413,
-            body: { _tag: "PayloadTooLarge", message: `The request body is over ${MAX_BODY_BYTES} bytes (2 MiB).` }
-          })
+          send(res, PAYLOAD_TOO_LARGE_REPLY)
           return
         }
         chunks.push(chunk)

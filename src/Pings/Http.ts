@@ -2,9 +2,10 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Either } from "effect"
 import { CurrentPrincipal } from "../Auth/Principal.js"
+import { cursorParam, pageOf } from "../Domain/Cursor.js"
 import { ValidationError } from "../Domain/Errors.js"
-import { isUuid } from "../Domain/Ids.js"
-import { inInstantRange, parseInstantParam } from "../Domain/Instant.js"
+import { iso, parseInstantParam } from "../Domain/Instant.js"
+import { DEFAULT_PAGE_LIMIT } from "../Domain/Schemas.js"
 import { unavailableOnStatementTimeout as bounded } from "../Db/StatementTimeout.js"
 import { Api } from "../Http/Api.js"
 import { Monitors } from "../Monitors/Monitors.js"
@@ -56,27 +57,15 @@ export const toRun = (row: RunRowDb): Run => ({
   id: row.id,
   monitorId: row.monitor_id,
   status: row.status,
-  startedAt: row.started_at.toISOString(),
+  startedAt: iso(row.started_at),
   startInferred: row.start_inferred,
-  finishedAt: row.finished_at === null ? null : row.finished_at.toISOString(),
+  finishedAt: iso(row.finished_at),
   durationMs: row.duration_ms,
   exitCode: row.exit_code,
   output: row.output,
   outputTruncated: row.output_truncated,
   outputBytes: row.output_bytes
 })
-
-/** A page boundary: the (startedAt, id) of the last run shown, opaque to clients. */
-export const encodeCursor = (startedAt: Date, id: string) =>
-  Buffer.from(`${startedAt.toISOString()}|${id}`, "utf8").toString("base64url")
-
-/** The (startedAt, id) a cursor names; undefined for anything this API did not return. */
-export const decodeCursor = (cursor: string): { startedAt: Date; id: string } | undefined => {
-  const [at, id, extra] = Buffer.from(cursor, "base64url").toString("utf8").split("|")
-  if (at === undefined || id === undefined || extra !== undefined || !isUuid(id)) return undefined
-  const time = Date.parse(at)
-  return inInstantRange(time) ? { startedAt: new Date(time), id } : undefined
-}
 
 const timeParam = (name: string, value: string | undefined) =>
   value === undefined ? Effect.succeed(undefined) : Effect.map(parseInstantParam(name, value), (ms) => new Date(ms))
@@ -91,11 +80,9 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
         const monitor = yield* monitors.find(principal.orgId, path.monitorId)
         const from = yield* timeParam("from", urlParams.from)
         const to = yield* timeParam("to", urlParams.to)
-        const cursor = urlParams.cursor === undefined ? undefined : decodeCursor(urlParams.cursor)
-        if (urlParams.cursor !== undefined && cursor === undefined) {
-          return yield* new ValidationError({ path: "cursor", message: "cursor is not one this API returned; pass nextCursor unchanged." })
-        }
-        const limit = urlParams.limit ?? 100
+        // A page ends at a run's (startedAt, id).
+        const cursor = yield* cursorParam(urlParams.cursor)
+        const limit = urlParams.limit ?? DEFAULT_PAGE_LIMIT
         const rows = yield* sql<RunRowDb>`
           select id, monitor_id, status, started_at, start_inferred, finished_at, duration_ms, exit_code,
                  output, output_truncated, output_bytes
@@ -103,15 +90,11 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
           where monitor_id = ${monitor.id}
             ${from === undefined ? sql`` : sql`and started_at >= ${from}`}
             ${to === undefined ? sql`` : sql`and started_at < ${to}`}
-            ${cursor === undefined ? sql`` : sql`and (started_at, id) < (${cursor.startedAt}, ${cursor.id}::uuid)`}
+            ${cursor === undefined ? sql`` : sql`and (started_at, id) < (${cursor.at}, ${cursor.id}::uuid)`}
           order by started_at desc, id desc
           limit ${limit + 1}`.pipe(Effect.orDie)
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        return {
-          runs: page.map(toRun),
-          nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.started_at, last.id) : null
-        }
+        const { page, nextCursor } = pageOf(rows, limit, (run) => ({ at: run.started_at, id: run.id }))
+        return { runs: page.map(toRun), nextCursor }
       })))
       .handle("summary", ({ path, urlParams }) =>
       bounded(Effect.gen(function*() {

@@ -1,9 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, ParseResult, Runtime, Schema } from "effect"
 import { type CachedAuth, parseBearer, Tokens } from "../Auth/Tokens.js"
-import { scopeAllows } from "../Auth/Token.js"
+import { scopeAllows } from "../Auth/Scopes.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "../Db/Database.js"
+import { errorReply } from "../Domain/Errors.js"
 import { jsonNestedDeeperThan, tooDeepMessage } from "../Domain/Json.js"
 import { firstProblem } from "../Http/Errors.js"
 import { rateLimitHeaders, takeToken } from "../Http/RateLimit.js"
@@ -39,11 +40,6 @@ export interface PingReply {
   readonly body: Record<string, unknown>
   readonly headers?: Record<string, string>
 }
-
-const error = (status: number, tag: string, message: string, extra: Record<string, unknown> = {}): PingReply => ({
-  status,
-  body: { _tag: tag, message, ...extra }
-})
 
 const decoders = {
   start: Schema.decodeUnknownEither(StartPingBody),
@@ -170,18 +166,18 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       if (request.body.trim() !== "") {
         json = parseJson(request.body)
         if (json === NOT_JSON) {
-          return Either.left(error(400, "ValidationError", "The request body is not valid JSON. Send a JSON object, or no body.", { path: "" }))
+          return Either.left(errorReply("ValidationError", "The request body is not valid JSON. Send a JSON object, or no body.", { path: "" }))
         }
       }
       if (json === null || typeof json !== "object" || Array.isArray(json)) {
-        return Either.left(error(400, "ValidationError", "The request body must be a JSON object.", { path: "" }))
+        return Either.left(errorReply("ValidationError", "The request body must be a JSON object.", { path: "" }))
       }
       let body = quickBody(request.kind, json as Record<string, unknown>)
       if (body === undefined) {
         const decoded = decoders[request.kind](json)
         if (Either.isLeft(decoded)) {
           const { path, message } = firstIssue(decoded.left, request.body)
-          return Either.left(error(400, "ValidationError", message, { path }))
+          return Either.left(errorReply("ValidationError", message, { path }))
         }
         body = decoded.right as PingBody
       }
@@ -195,7 +191,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       const query = decodeQuery(queryRecord)
       if (Either.isLeft(query)) {
         const { path, message } = firstIssue(query.left, "")
-        return Either.left(error(400, "ValidationError", `query parameter ${message}`, { path }))
+        return Either.left(errorReply("ValidationError", `query parameter ${message}`, { path }))
       }
       return Either.right({
         durationMs: body.durationMs ?? query.right.durationMs,
@@ -214,15 +210,15 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       const wait = takeToken(state, now, config.pingRatePerSecond, config.pingBurst)
       if (wait > 0) {
         return reply({
-          ...error(429, "RateLimited", `Too many pings for this monitor: at most ${config.pingRatePerSecond} per second (bursts of ${config.pingBurst}). Retry in ${wait} s.`, { retryAfterSeconds: wait }),
+          ...errorReply("RateLimited", `Too many pings for this monitor: at most ${config.pingRatePerSecond} per second (bursts of ${config.pingBurst}). Retry in ${wait} s.`, { retryAfterSeconds: wait }),
           headers: { "retry-after": String(wait), ...rateLimitHeaders(state, config.pingRatePerSecond, config.pingBurst) }
         })
       }
       if (ping.runId !== undefined && !isUuid(ping.runId)) {
         return reply(
           request.kind === "start"
-            ? error(400, "ValidationError", "runId must be a UUID.", { path: "runId" })
-            : error(404, "NotFound", `Run ${ping.runId} does not exist for this monitor.`)
+            ? errorReply("ValidationError", "runId must be a UUID.", { path: "runId" })
+            : errorReply("NotFound", `Run ${ping.runId} does not exist for this monitor.`)
         )
       }
       const output = ping.output !== undefined && info.captureOutput && request.kind !== "start"
@@ -241,7 +237,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
         }
       )
       if (result._tag === "RunFinished") {
-        return reply(error(409, "Conflict", `Run ${result.runId} has already ${request.kind === "start" ? "been started" : "finished"}; a run is started once and finished once.`))
+        return reply(errorReply("Conflict", `Run ${result.runId} has already ${request.kind === "start" ? "been started" : "finished"}; a run is started once and finished once.`))
       }
       if (result._tag === "UnknownRun") {
         // Not open here: a finished run this instance no longer remembers is a 409, anything else 404.
@@ -253,8 +249,8 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
           (exists) =>
             reply(
               exists
-                ? error(409, "Conflict", `Run ${result.runId} has already finished; a run is finished once.`)
-                : error(404, "NotFound", `Run ${result.runId} does not exist for this monitor.`)
+                ? errorReply("Conflict", `Run ${result.runId} has already finished; a run is finished once.`)
+                : errorReply("NotFound", `Run ${result.runId} does not exist for this monitor.`)
             )
         )
       }
@@ -291,37 +287,37 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
           // Not stored, so not acknowledged: the client retries. The pairing is undone.
           if (row.status === "RUNNING") state.openRuns = state.openRuns.filter((r) => r.id !== row.id)
           run(Effect.logError("could not store a ping", failure.message), () => {})
-          return reply(error(503, "ServiceUnavailable", "The ping could not be stored right now; retry in a few seconds."))
+          return reply(errorReply("ServiceUnavailable", "The ping could not be stored right now; retry in a few seconds."))
         }
         // No X-RateLimit-* headers on success (only on the 429): the three headers cost the intake
-        // and its clients about a tenth of their throughput (docs/pings.md), and a cron job's ping
-        // never reads them.
+        // and its clients a measurable share of their throughput (docs/performance.md#figures-behind-code-comments),
+        // and a cron job's ping never reads them.
         reply({ status: 200, body: { received: true, runId: row.id } })
       })
     }
 
     const notFound = (request: PingRequest, reply: (r: PingReply) => void) =>
-      reply(error(404, "NotFound", `Monitor ${request.monitorId} does not exist`))
+      reply(errorReply("NotFound", `Monitor ${request.monitorId} does not exist`))
 
     const withMonitor = (request: PingRequest, orgId: string, reply: (r: PingReply) => void) => {
       const info = monitors.get(request.monitorId)
       if (info !== undefined) return info.orgId === orgId ? accept(request, info, reply) : notFound(request, reply)
       monitors.lookup(request.monitorId, (found, cause) => {
-        if (cause !== undefined) return reply(error(503, "ServiceUnavailable", "The database does not answer; retry in a few seconds."))
+        if (cause !== undefined) return reply(errorReply("ServiceUnavailable", "The database does not answer; retry in a few seconds."))
         if (found === undefined || found.orgId !== orgId) return notFound(request, reply)
         accept(request, found, reply)
       })
     }
 
     const unauthorized = (reply: (r: PingReply) => void, message: string) =>
-      reply({ ...error(401, "Unauthorized", message), headers: { "www-authenticate": 'Bearer realm="jobmon"' } })
+      reply({ ...errorReply("Unauthorized", message), headers: { "www-authenticate": 'Bearer realm="jobmon"' } })
 
     const authorized = (request: PingRequest, reply: (r: PingReply) => void, verdict: CachedAuth) => {
       if (verdict._tag === "Denied") return unauthorized(reply, verdict.message)
-      if (verdict._tag === "Miss") return reply(error(503, "ServiceUnavailable", "Authentication is unavailable; retry."))
+      if (verdict._tag === "Miss") return reply(errorReply("ServiceUnavailable", "Authentication is unavailable; retry."))
       const principal = verdict.principal
       if (!scopeAllows(principal.scope, "ping")) {
-        return reply(error(403, "Forbidden", `This token has scope '${principal.scope}', which cannot send pings: use a 'ping', 'write' or 'admin' token.`))
+        return reply(errorReply("Forbidden", `This token has scope '${principal.scope}', which cannot send pings: use a 'ping', 'write' or 'admin' token.`))
       }
       withMonitor(request, principal.orgId, reply)
     }

@@ -1,7 +1,8 @@
 import { redact } from "./Redact.js"
 
 /**
- * Job output as it is stored (interface spec, "Ping bodies" rules 3 and 4; decisions §3, §4, §15).
+ * Job output as it is stored (interface spec, "Ping bodies" rules 3 and 4; docs/decisions.md#monitors,
+ * #pings, #details-clients-depend-on).
  * Pure: no I/O, no services. docs/redaction.md describes the rules.
  */
 

@@ -1,5 +1,6 @@
 /**
- * Pairing pings into runs: a pure decision over one monitor's open runs (decisions §4, §15).
+ * Pairing pings into runs: a pure decision over one monitor's open runs (docs/decisions.md#pings,
+ * #details-clients-depend-on).
  * `start` opens a run; `success`/`fail` close the run named by `runId`, else the newest open run,
  * else create a completed run whose start is inferred.
  */
@@ -62,7 +63,7 @@ export const pair = (
   ping: PingInput
 ): PairingResult => {
   // Rows are built as single object literals: on Node 20 a spread followed by more properties
-  // cost ~10× as much, measurable on the ping path (docs/performance.md).
+  // costs many times as much, measurable on the ping path (docs/performance.md#figures-behind-code-comments).
   if (ping.kind === "start") {
     if (ping.runId !== undefined && (openRuns.some((r) => r.id === ping.runId) || ctx.isFinished(ping.runId))) {
       return { _tag: "RunFinished", runId: ping.runId }

@@ -1,5 +1,6 @@
 /**
- * Redaction of secrets in job output (interface spec, "Ping bodies" rule 4; decisions §4, §15).
+ * Redaction of secrets in job output (interface spec, "Ping bodies" rule 4; docs/decisions.md#pings,
+ * #details-clients-depend-on).
  *
  * Pure: no I/O, no services. The value of each secret is replaced by {@link REDACTED}; the key,
  * the separator, the quotes and an authorization scheme (`Bearer`, `Basic`, …) stay, so the output

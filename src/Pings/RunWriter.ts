@@ -23,8 +23,8 @@ const RUN_VALUES_SQL = `id, monitor_id, org_id, status, to_timestamp(started_ms 
 /**
  * The batch's runs. A row that starts a run (a start, or a finish whose start is inferred) is new:
  * its id was made by this ping, so it goes in with a plain INSERT; only a finish of a run started
- * earlier goes through `ON CONFLICT … DO UPDATE`, whose speculative insertion cost about a sixth of
- * the statement when every row took it (pgbench, 30 new rows: 0.74 → 0.65 ms). A start and its
+ * earlier goes through `ON CONFLICT … DO UPDATE`, whose speculative insertion made the statement
+ * measurably slower when every row took it (docs/performance.md#figures-behind-code-comments). A start and its
  * finish in one batch are one row here (the finish), which the upsert inserts. `extra` adds CTEs
  * after `input` (the ping events).
  */
@@ -95,8 +95,8 @@ const eventColumnsOf = (pending: ReadonlyArray<Pending>): Array<string> =>
 
 /**
  * PostgreSQL array literals of the batch's columns, built here rather than by `pg` from arrays:
- * `pg` quotes and escapes element by element through several calls, which cost about 1 µs per
- * row and was the largest allocation of the ping path. Ids are UUIDs and statuses plain words,
+ * `pg` quotes and escapes element by element through several calls, which was the largest
+ * allocation of the ping path (docs/performance.md#figures-behind-code-comments). Ids are UUIDs and statuses plain words,
  * so only the output text needs quoting.
  */
 const columnsOf = (rows: ReadonlyArray<RunRow>): Array<string> =>

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 
-/** Ping bodies (interface spec "Ping bodies"; decisions §4). Unknown fields are ignored. */
+/** Ping bodies (interface spec "Ping bodies"; docs/decisions.md#pings). Unknown fields are ignored. */
 
 export const DurationMs = Schema.Int.pipe(Schema.between(0, Number.MAX_SAFE_INTEGER)).annotations({
   description: "job duration in milliseconds (a whole number, 0 or more)"

@@ -1,7 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
-import { DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
+import { NotFound, ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
+import { MonitorIdPath } from "../Domain/Schemas.js"
 
 export const PercentileValues = Schema.Struct({
   p50: Schema.Int,
@@ -30,7 +31,7 @@ export const PercentilesParams = Schema.Struct({
 export class StatsApi extends HttpApiGroup.make("stats")
   .add(
     HttpApiEndpoint.get("percentiles", "/api/monitors/:monitorId/percentiles")
-      .setPath(Schema.Struct({ monitorId: Schema.String }))
+      .setPath(MonitorIdPath)
       .setUrlParams(PercentilesParams)
       .addSuccess(DurationStatistics)
       .addError(NotFound)
@@ -43,7 +44,7 @@ export class StatsApi extends HttpApiGroup.make("stats")
       )
       .annotate(OpenApi.Summary, "Duration percentiles, mean and standard deviation of a monitor's runs")
   )
-  .addError(DatabaseBusy)
+  .addError(ServiceUnavailable)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Statistics")
 {}

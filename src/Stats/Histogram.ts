@@ -22,16 +22,6 @@ export const BUCKETS = 1816
 /** Slots of a dense histogram: buckets 0 .. BUCKETS + 1. */
 export const SLOTS = BUCKETS + 2
 
-const LOG_GROWTH = Math.log(GROWTH)
-
-/** The bucket of a duration (the TypeScript twin of the SQL function, for tests and tools). */
-export const bucketOf = (ms: number): number => {
-  if (ms < 0) return 0
-  if (ms < LINEAR_BUCKETS) return Math.floor(ms) + 1
-  const x = LINEAR_BUCKETS + Math.log(ms / LINEAR_BUCKETS) / LOG_GROWTH
-  return x >= BUCKETS ? BUCKETS + 1 : Math.floor(x) + 1
-}
-
 /** Lower and upper bound of a bucket, in ms (infinite at the two open ends). */
 export const bucketBounds = (bucket: number): readonly [number, number] => {
   if (bucket <= 0) return [Number.NEGATIVE_INFINITY, 0]

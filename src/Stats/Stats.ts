@@ -5,7 +5,10 @@ import { ceilHour, floorHour, Rollup } from "./Rollup.js"
 import { FRACTIONS, type HourRange, StatsRepo } from "./StatsRepo.js"
 import { DEFAULT_WINDOW, parseWindow } from "./Window.js"
 
-/** Up to this many samples the statistics are exact; above, they come from the rollup (decisions §7). */
+/**
+ * Up to this many samples the statistics are exact; above, they come from the rollup
+ * (docs/decisions.md#statistics).
+ */
 export const EXACT_LIMIT = 100_000
 
 export interface PercentileValues {
@@ -28,7 +31,7 @@ export interface DurationStatistics {
 
 export type StatisticsMethod = "exact" | "approximate"
 
-/** Nearest whole millisecond, halves up (decisions §15: p50 of 1..100 is 51). */
+/** Nearest whole millisecond, halves up (docs/decisions.md#details-clients-depend-on: p50 of 1..100 is 51). */
 export const roundHalfUp = (x: number) => Math.floor(x + 0.5)
 
 const toValues = (p: ReadonlyArray<number>, max: number): PercentileValues => ({

@@ -80,7 +80,7 @@ export const mergeHourRanges = (spans: ReadonlyArray<{ readonly lo: Date; readon
 
 /**
  * SQL of the duration statistics. The successful-run predicate is written once per query on
- * purpose: `status = 'SUCCESS' and duration_ms is not null` (decisions §7).
+ * purpose: `status = 'SUCCESS' and duration_ms is not null` (docs/decisions.md#statistics).
  */
 export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
   effect: Effect.gen(function*() {

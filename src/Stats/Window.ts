@@ -1,7 +1,7 @@
 import { Either } from "effect"
 import { excerpt } from "../Domain/Text.js"
 
-/** A statistics window: `<n>h`, `<n>d` or `<n>w`, from 1 hour to 400 days (decisions §7). */
+/** A statistics window: `<n>h`, `<n>d` or `<n>w`, from 1 hour to 400 days (docs/decisions.md#statistics). */
 export interface StatsWindow {
   /** The window exactly as the caller wrote it; echoed as `period`. */
   readonly text: string

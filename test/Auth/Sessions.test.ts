@@ -149,7 +149,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("dashboard 
       expect(ack.body.acknowledgedBy).toEqual(by)
       const resolved = yield* call("POST", `/api/incidents/${incident.id}/resolve`, { token: null, headers, body: {} })
       expect(resolved.status).toBe(200)
-      // resolvedBy has no email in the incident schema (decisions §2: {userId, name}).
+      // resolvedBy has no email in the incident schema (docs/decisions.md#tokens-and-scopes: {userId, name}).
       expect(resolved.body.resolvedBy).toEqual({ userId: user.id, name: "Katherine Johnson" })
       const sql = yield* SqlClient.SqlClient
       const events = yield* sql<{ type: string; data: any }>`

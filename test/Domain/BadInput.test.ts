@@ -6,7 +6,7 @@ import { raise } from "../Incidents/support.js"
 import { call, createMonitor, TestServer, validMonitor } from "../support/fixture.js"
 
 /**
- * Input that used to reach PostgreSQL and come back as a 500 (decisions §1: no input may produce
+ * Input that used to reach PostgreSQL and come back as a 500 (docs/decisions.md#errors: no input may produce
  * one): absurd dates and forged cursors in query strings, NUL characters in stored text. Each is a
  * 400 that names the parameter or field, and quotes at most the start of what was sent.
  */

@@ -55,6 +55,24 @@ layer(TestServer({ headersTimeoutMs: 1000, requestTimeoutMs: 2000 }), {
       expect((yield* call("GET", "/healthz", { token: null })).status).toBe(200)
     }))
 
+  it.effect("a body over 2 MiB gets one and the same 413 wherever it is refused", () =>
+    Effect.gen(function*() {
+      const app = yield* TestApp
+      const monitor = yield* createMonitor()
+      const bearer = { authorization: `Bearer ${app.adminToken}` }
+      const overLimit = JSON.stringify({ name: "n".repeat(2 * MiB + 1000) })
+      const answers = [
+        // refused from its Content-Length, before the router (src/Http/Server.ts)
+        yield* rawRequest(app.baseUrl, "POST", "/api/monitors", { headers: bearer, body: overLimit }),
+        // counted as it arrives by the API (HttpApi), and by the ping route ahead of it
+        yield* rawRequest(app.baseUrl, "POST", "/api/monitors", { headers: { ...bearer, "transfer-encoding": "chunked" }, body: overLimit }),
+        yield* rawRequest(app.baseUrl, "POST", `/api/ping/${monitor.id}/fail`, { headers: { ...bearer, "transfer-encoding": "chunked" }, body: overLimit })
+      ]
+      for (const answer of answers) expect(answer.status).toBe(413)
+      expect(answers[0]!.body).toEqual({ _tag: "PayloadTooLarge", message: expect.stringMatching(/^The request body is over 2097152 bytes \(2 MiB\)/) })
+      expect(answers.map((a) => a.body)).toEqual([answers[0]!.body, answers[0]!.body, answers[0]!.body])
+    }))
+
   it.effect("a bad value is quoted back by at most a short prefix", () =>
     Effect.gen(function*() {
       const login = yield* call("POST", "/api/auth/login", { token: null, body: { email: "x".repeat(MiB), password: "p" } })

@@ -10,7 +10,7 @@ const createSessionFor = (email: string) =>
     return (yield* signIn(email, "correct horse battery")).cookie
   })
 
-// decisions §11: other endpoints than the ping intake, per credential; here 2 per second, bursts of 5.
+// docs/decisions.md#rate-limits: other endpoints than the ping intake, per credential; here 2 per second, bursts of 5.
 layer(TestServer({ apiRatePerSecond: 2, apiBurst: 5 }), { timeout: 120_000 })("API rate limit per credential", (it) => {
   it.effect("a burst passes, the next request is 429 with Retry-After and X-RateLimit-*, and the bucket refills with time", () =>
     Effect.gen(function*() {

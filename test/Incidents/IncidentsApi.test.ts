@@ -1,11 +1,10 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import type { Principal } from "../../src/Auth/Principal.js"
-import { Events } from "../../src/Events/Events.js"
+import { Engine } from "../../src/Engine/Engine.js"
 import { Incidents } from "../../src/Incidents/Incidents.js"
-import { IncidentsRepo } from "../../src/Incidents/IncidentsRepo.js"
-import { type IncidentChange, IncidentListener, IncidentRelay, IncidentRelayLive } from "../../src/Incidents/Listener.js"
+import { type IncidentChange, IncidentListener } from "../../src/Incidents/Listener.js"
 import { call, createMonitor, createOrganization, createToken, TestServer } from "../support/fixture.js"
 import { defaultOrg, eventsAbout, raise } from "./support.js"
 
@@ -518,9 +517,8 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("incidents 
     Effect.gen(function*() {
       const heard: Array<IncidentChange> = []
       const listener = Layer.succeed(IncidentListener, { changed: (c) => Effect.sync(() => void heard.push(c)) })
-      const local = Incidents.DefaultWithoutDependencies.pipe(
-        Layer.provide(Layer.mergeAll(listener, IncidentsRepo.Default, Events.Default))
-      )
+      // Incidents asks for its listener where a user's change is made, not when it is built.
+      const local = Layer.merge(Incidents.Default, listener)
       const admin = yield* defaultOrg
       const principal: Principal = {
         tokenId: crypto.randomUUID(),
@@ -551,22 +549,20 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("incidents 
         expect(heard.length).toBe(2)
         expect(second.created).toBe(true)
       }).pipe(Effect.provide(local))
+    }))
 
-      // The relay: a listener connected after the service was built (the engine's case).
-      const relayed: Array<IncidentChange> = []
-      const viaRelay = Layer.provideMerge(
-        Incidents.DefaultWithoutDependencies.pipe(Layer.provide(Layer.mergeAll(IncidentsRepo.Default, Events.Default))),
-        IncidentRelayLive
-      )
-      yield* Effect.gen(function*() {
-        const incidents = yield* Incidents
-        const relay = yield* IncidentRelay
-        const { incident } = yield* incidents.raise({
-          orgId: admin.orgId, monitorId: monitor.id, type: "FAIL", severity: "HIGH", at: Date.now(), runId: null, details: {}
-        })
-        yield* relay.connect({ changed: (c) => Effect.sync(() => void relayed.push(c)) })
-        yield* incidents.resolve(principal, incident.id, "done")
-        expect(relayed.map((c) => [c.type, c.status])).toEqual([["FAIL", "RESOLVED"]])
-      }).pipe(Effect.provide(viaRelay))
+  it.effect("the service's engine hears a user's acknowledgement and resolution (the actor of the incident's monitor)", () =>
+    Effect.gen(function*() {
+      const engine = yield* Engine
+      const monitor = yield* createMonitor()
+      const { incident } = yield* raise(monitor.id, { type: "LATE", severity: "MEDIUM" })
+      const activeIncidents = Effect.gen(function*() {
+        yield* engine.idle
+        return Option.getOrThrow(engine.stateOf(monitor.id)).activeIncidents.map((a) => [a.type, a.status])
+      })
+      expect((yield* call("POST", `/api/incidents/${incident.id}/acknowledge`, { body: {} })).status).toBe(200)
+      expect(yield* activeIncidents).toEqual([["LATE", "ACKNOWLEDGED"]])
+      expect((yield* call("POST", `/api/incidents/${incident.id}/resolve`, { body: {} })).status).toBe(200)
+      expect(yield* activeIncidents).toEqual([])
     }))
 })

@@ -7,7 +7,7 @@ import { inject } from "vitest"
 import { AppFromConfig, type AppOptions } from "../../src/App.js"
 import { Accounts } from "../../src/Auth/Accounts.js"
 import { Tokens } from "../../src/Auth/Tokens.js"
-import type { Scope as TokenScope } from "../../src/Auth/Token.js"
+import type { Scope as TokenScope } from "../../src/Auth/Scopes.js"
 import { AppConfigWith, type AppConfigShape } from "../../src/Config.js"
 import { ServerAddress } from "../../src/Http/Server.js"
 

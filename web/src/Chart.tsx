@@ -1,10 +1,11 @@
 import { useEffect, useRef } from "preact/hooks"
 import uPlot from "uplot"
 import "uplot/dist/uPlot.min.css"
+import type { Percentiles as AllPercentiles, Run } from "./types"
 import { fmtDuration } from "./util"
 
-export interface ChartRun { startedAt: string; durationMs: number | null; status: string }
-export interface Percentiles { p50: number; p95: number; p99: number }
+type ChartRun = Pick<Run, "startedAt" | "durationMs" | "status">
+type Percentiles = Pick<AllPercentiles, "p50" | "p95" | "p99">
 
 const DAY_S = 86_400
 

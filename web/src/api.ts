@@ -1,6 +1,6 @@
 /** The API client: the session cookie (with its CSRF token) or, failing that, a Bearer token. */
 
-export interface User { id: string; email: string; name: string; orgId: string }
+import type { User } from "./types"
 
 export class ApiError extends Error {
   constructor(readonly status: number, readonly tag: string, message: string, readonly path?: string) {

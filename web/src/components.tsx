@@ -1,16 +1,7 @@
 import { useEffect, useState } from "preact/hooks"
 import { api } from "./api"
+import type { Monitor, Schedule } from "./types"
 import { fmtRemaining, useNow } from "./util"
-
-export interface Schedule { type: "cron" | "interval"; expression: string; timezone: string }
-export interface Monitor {
-  id: string; name: string; schedule: Schedule; status: string; healthScore: number
-  graceSeconds: number; maxRuntimeSeconds: number | null; maxOutputSizeKb: number; captureOutput: boolean
-  sla: { durationTarget: "p95" | "p99"; maxDurationMs: number } | null; tags: string[]; autoResolve: boolean
-  paused: boolean; lastPingAt: string | null; nextExpectedAt: string | null; inMaintenance: boolean
-  maintenance: { windowId: string; name: string; endsAt: string; remainingSeconds: number } | null
-  createdAt: string
-}
 
 export const StatusBadge = ({ status }: { status: string }) => (
   <span class={`status status-${status.toLowerCase()}`}><span class="dot" aria-hidden="true" />{status}</span>

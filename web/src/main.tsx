@@ -1,6 +1,7 @@
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { currentSession, logout, setUnauthorizedHandler, type User } from "./api"
+import { currentSession, logout, setUnauthorizedHandler } from "./api"
+import type { User } from "./types"
 import { navigate, onLink, useLocation } from "./router"
 import { InvitePage, LoginPage } from "./pages/Login"
 import { MonitorsPage } from "./pages/Monitors"

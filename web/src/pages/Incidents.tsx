@@ -1,16 +1,9 @@
 import { useEffect, useState } from "preact/hooks"
 import { api, errorText } from "../api"
-import { ErrorLine, type Monitor } from "../components"
+import { ErrorLine } from "../components"
 import { onLink } from "../router"
+import type { Incident, Monitor } from "../types"
 import { fmtTime, usePoll } from "../util"
-
-export interface Incident {
-  id: string; type: string; severity: string; status: "OPEN" | "ACKNOWLEDGED" | "RESOLVED"; monitorId: string
-  createdAt: string; acknowledgedAt: string | null; acknowledgedBy: { name: string } | null
-  resolvedAt: string | null; resolvedBy: { name: string } | null; mttrSeconds: number | null
-  details: Record<string, unknown>; occurrences: number; lastOccurredAt: string
-  notes: { at: string; text: string; by: string }[]
-}
 
 const TABS = [["OPEN", "Open"], ["ACKNOWLEDGED", "Acknowledged"], ["RESOLVED", "Resolved"]] as const
 

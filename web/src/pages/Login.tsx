@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks"
-import { acceptInvite, errorText, login, loginWithToken, type User } from "../api"
+import { acceptInvite, errorText, login, loginWithToken } from "../api"
+import type { User } from "../types"
 
 export function LoginPage({ onSignedIn }: { onSignedIn: (u: User) => void }) {
   const [error, setError] = useState("")

@@ -1,18 +1,8 @@
 import { useEffect, useState } from "preact/hooks"
 import { api, errorText } from "../api"
-import { ErrorLine, type Monitor } from "../components"
+import { ErrorLine } from "../components"
+import type { HistoryEntry, MaintenanceWindow as Window, Monitor } from "../types"
 import { fmtRemaining, fmtTime, isoToZoned, useNow, usePoll, zonedToIso, zones } from "../util"
-
-interface Window {
-  id: string; name: string; monitorIds: string[]; kind: "one-time" | "recurring"; start: string; end: string | null
-  rrule: string | null; duration: number | null; timezone: string; reason: string | null
-  status: "scheduled" | "active" | "overridden" | "ended"; nextStart: string | null; currentEnd: string | null
-  overrideEndsAt: string | null; overrideReason: string | null
-}
-interface HistoryEntry {
-  windowId: string; name: string; startedAt: string; endedAt: string | null; endsAt: string
-  endReason: string | null; overrides: { reason: string; startedAt: string; endedAt: string }[]; suppressedIncidents: number
-}
 
 export function MaintenancePage() {
   const [windows, setWindows] = useState<Window[] | null>(null)

@@ -1,18 +1,11 @@
 import { useState } from "preact/hooks"
 import { api, errorText } from "../api"
 import { DurationChart } from "../Chart"
-import { ErrorLine, Health, MaintenanceBadge, type Monitor, ScheduleText, StatusBadge } from "../components"
+import { ErrorLine, Health, MaintenanceBadge, ScheduleText, StatusBadge } from "../components"
 import { onLink } from "../router"
+import type { Incident, Monitor, Run, RunSummary, Statistics as Stats } from "../types"
 import { fmtDuration, fmtRelative, fmtTime, useNow, usePoll } from "../util"
-import { IncidentList, type Incident } from "./Incidents"
-
-interface Run {
-  id: string; status: string; startedAt: string; finishedAt: string | null; durationMs: number | null
-  exitCode: number | null; output: string | null; outputTruncated: boolean
-}
-interface Stats { sampleSize: number; percentiles: { p50: number; p95: number; p99: number } | null }
-/** GET /api/monitors/{id}/runs/summary: every run that started in the window, by status. */
-interface RunSummary { total: number; succeeded: number; failed: number; running: number }
+import { IncidentList } from "./Incidents"
 
 /** "0", "12 (3 failed)", "12 (0 failed, 1 running)" */
 const runCount = (s: RunSummary) =>

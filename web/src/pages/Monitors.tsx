@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks"
 import { api, errorText } from "../api"
-import { ErrorLine, Health, MaintenanceBadge, type Monitor, ScheduleText, StatusBadge } from "../components"
+import { ErrorLine, Health, MaintenanceBadge, ScheduleText, StatusBadge } from "../components"
 import { navigate, onLink } from "../router"
+import type { Monitor } from "../types"
 import { fmtRelative, fmtTime, useNow, usePoll, zones } from "../util"
 
 const STATUSES = ["NEW", "OK", "RUNNING", "LATE", "MISSED", "FAILING", "PAUSED"]

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks"
 import { api, errorText } from "../api"
 import { ErrorLine } from "../components"
+import type { ChatWebhook as Chat, Delivery, Token, UserRow, Webhook as Hook } from "../types"
 import { fmtTime, usePoll } from "../util"
 
 export function SettingsPage() {
@@ -38,8 +39,6 @@ function useAction(reload: () => Promise<void>) {
   }
   return [error, run] as const
 }
-
-interface Token { id: string; name: string; scope: string; prefix: string; expiresAt: string | null; createdAt: string; lastUsedAt: string | null }
 
 function Tokens() {
   const [tokens, setTokens] = useState<Token[] | null>(null)
@@ -110,8 +109,6 @@ function Tokens() {
   )
 }
 
-interface Chat { id: string; name: string; url: string; mention: string | null; status: "active" | "invalid"; statusReason: string | null; rules: { severity: string[]; types: string[] } }
-
 function ChatWebhooks() {
   const [hooks, setHooks] = useState<Chat[] | null>(null)
   const [url, setUrl] = useState("")
@@ -159,13 +156,6 @@ function ChatWebhooks() {
 }
 
 const EVENTS = ["incident.opened", "incident.acknowledged", "incident.resolved", "incident.note_added", "monitor.created", "monitor.updated", "monitor.deleted", "ping.received", "maintenance.upcoming", "maintenance.started", "maintenance.ended"]
-
-interface Hook { id: string; url: string; events: string[]; createdAt: string }
-interface Delivery {
-  id: string; event: string; createdAt: string; status: string; attempts: number; retryCount: number
-  lastStatusCode: number | null; lastResponseTimeMs: number | null; lastError: string | null; nextAttemptAt: string | null
-  requestHeaders: Record<string, string> | null
-}
 
 function Webhooks() {
   const [hooks, setHooks] = useState<Hook[] | null>(null)
@@ -234,8 +224,6 @@ function WebhookItem({ hook, run }: { hook: Hook; run: (f: () => Promise<unknown
     </div>
   )
 }
-
-interface UserRow { id: string; email: string; name: string }
 
 function Users() {
   const [users, setUsers] = useState<UserRow[] | null>(null)

@@ -1,0 +1,25 @@
+/**
+ * The API's resources as the dashboard reads them: the types of the service's own schemas
+ * (src/<Domain>/Api.ts). The imports are types only, erased from the bundle: the dashboard ships
+ * none of the service's code, and a field the API renames or drops fails `npm run typecheck` here.
+ */
+import type { SessionUser, TokenInfo, UserInfo } from "../../src/Auth/Api"
+import type { ChatWebhook, Delivery, Webhook } from "../../src/Delivery/Api"
+import type { Incident } from "../../src/Incidents/Api"
+import type { HistoryEntry, MaintenanceWindow } from "../../src/Maintenance/Api"
+import type { Monitor, ScheduleSchema } from "../../src/Monitors/Api"
+import type { Run, RunSummary } from "../../src/Pings/Api"
+import type { DurationStatistics, PercentileValues } from "../../src/Stats/Api"
+
+export type { ChatWebhook, Delivery, HistoryEntry, Incident, MaintenanceWindow, Monitor, Run, RunSummary, Webhook }
+
+/** The signed-in user (GET /api/auth/me). */
+export type User = typeof SessionUser.Type
+export type Schedule = typeof ScheduleSchema.Type
+/** GET /api/monitors/{id}/percentiles. */
+export type Statistics = typeof DurationStatistics.Type
+export type Percentiles = typeof PercentileValues.Type
+/** GET /api/tokens. */
+export type Token = typeof TokenInfo.Type
+/** GET /api/users. */
+export type UserRow = typeof UserInfo.Type
