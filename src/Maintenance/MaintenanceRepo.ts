@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { lockAndCountLive } from "../Db/Quota.js"
 import { withoutStatementTimeoutOn } from "../Db/StatementTimeout.js"
-import { MAINTENANCE_QUOTA_LOCK_CLASS } from "../Monitors/MonitorsRepo.js"
 import type { Notifications } from "./Api.js"
 
 /**
@@ -105,14 +105,11 @@ export class MaintenanceRepo extends Effect.Service<MaintenanceRepo>()("jobmon/M
       )
 
     /**
-     * The organization's live windows, counted after taking its quota lock (until the transaction
-     * ends): the count and the insert that follows are one step, also across instances.
+     * In a transaction: the organization's live windows, counted under its quota lock (src/Db/Quota.ts),
+     * so that the count and the insert that follows are one step, also across instances.
      */
     const countWindowsLocked = (orgId: string) =>
-      Effect.zipRight(
-        sql`select pg_advisory_xact_lock(${MAINTENANCE_QUOTA_LOCK_CLASS}::int4, hashtext(${orgId}))`,
-        sql<{ n: number }>`select count(*)::int as n from maintenance_windows where org_id = ${orgId} and deleted_at is null`
-      ).pipe(Effect.map((rows) => rows[0]!.n), Effect.orDie, Effect.withSpan("MaintenanceRepo.countWindowsLocked"))
+      lockAndCountLive(sql, "maintenance_windows", orgId).pipe(Effect.withSpan("MaintenanceRepo.countWindowsLocked"))
 
     const insertWindow = (orgId: string, w: WindowFields, at: Date) =>
       sql<WindowRow>`

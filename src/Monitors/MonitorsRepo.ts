@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { lockAndCountLive } from "../Db/Quota.js"
 
 export interface MonitorRow {
   readonly id: string
@@ -39,14 +40,6 @@ export interface MonitorSettings {
   readonly autoResolve: boolean
 }
 
-/**
- * First keys of the two-key advisory locks that serialise creations per organization under a quota
- * (the second key is the organization id's hash; two-key locks never meet the one-key locks listed
- * in src/Events/EventsRepo.ts): monitors, and maintenance windows (src/Maintenance/MaintenanceRepo.ts).
- */
-export const QUOTA_LOCK_CLASS = 731_640_201
-export const MAINTENANCE_QUOTA_LOCK_CLASS = 731_640_202
-
 const columns = `id, org_id, name, schedule_type, schedule_expression, timezone, grace_seconds,
   max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, paused, status,
   health_score, last_ping_at, next_expected_at, created_at, updated_at`
@@ -69,15 +62,10 @@ export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/Monitor
 
     /**
      * In a transaction: waits for the organization's other monitor creations (a transaction-level
-     * lock, so a quota check and its insert are one step) and counts its monitors.
+     * lock, so a quota check and its insert are one step; src/Db/Quota.ts) and counts its monitors.
      */
     const lockAndCount = (orgId: string) =>
-      Effect.gen(function*() {
-        yield* sql`select pg_advisory_xact_lock(${QUOTA_LOCK_CLASS}::int4, hashtext(${orgId}))`
-        const [row] = yield* sql<{ n: number }>`
-          select count(*)::int as n from monitors where org_id = ${orgId} and deleted_at is null`
-        return row!.n
-      }).pipe(Effect.orDie, Effect.withSpan("MonitorsRepo.lockAndCount"))
+      lockAndCountLive(sql, "monitors", orgId).pipe(Effect.withSpan("MonitorsRepo.lockAndCount"))
 
     const findById = (orgId: string, id: string) =>
       sql<MonitorRow>`
