@@ -1,8 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Clock, Effect, TestClock } from "effect"
-import { Engine } from "../../src/Engine/Engine.js"
-import { Maintenance } from "../../src/Maintenance/Maintenance.js"
 import { call, createMonitor, createOrganization, createToken, TestServer } from "../support/fixture.js"
+import { createWindow, settleWith } from "./support.js"
 
 const MIN = 60_000
 const HOUR = 3_600_000
@@ -10,23 +9,7 @@ const DAY = 86_400_000
 const iso = (t: number) => new Date(t).toISOString()
 const now = Clock.currentTimeMillis
 
-/** Let the maintenance scheduler and the engine finish what the clock set off. */
-const settle = Effect.gen(function*() {
-  const engine = yield* Engine
-  const maintenance = yield* Maintenance
-  for (let i = 0; i < 2; i++) {
-    yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-    yield* maintenance.idle
-    yield* engine.idle
-  }
-})
-
-const createWindow = (body: Record<string, unknown>, token?: string) =>
-  Effect.gen(function*() {
-    const r = yield* call("POST", "/api/maintenance-windows", token === undefined ? { body } : { body, token })
-    if (r.status !== 201) return yield* Effect.dieMessage(`window create failed: ${r.status} ${r.text}`)
-    return r.body as Record<string, any>
-  })
+const settle = settleWith(2, 20)
 
 const expect400 = (body: Record<string, unknown>, path: string, message?: RegExp) =>
   Effect.gen(function*() {

@@ -1,8 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Clock, Duration, Effect, TestClock } from "effect"
-import { Engine } from "../../src/Engine/Engine.js"
-import { Maintenance } from "../../src/Maintenance/Maintenance.js"
-import { call, createMonitor, sendPing, TestServer } from "../support/fixture.js"
+import { call, createMonitor, TestServer } from "../support/fixture.js"
+import { createWindow, fail, historyOf, incidentsOf, settle } from "./support.js"
 
 /**
  * A window never starts suppressing later than the start it was given (docs/maintenance.md,
@@ -16,16 +15,6 @@ const HOUR = 3_600_000
 const iso = (t: number) => new Date(t).toISOString()
 const now = Clock.currentTimeMillis
 
-const settle = Effect.gen(function*() {
-  const engine = yield* Engine
-  const maintenance = yield* Maintenance
-  for (let i = 0; i < 3; i++) {
-    yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-    yield* maintenance.idle
-    yield* engine.idle
-  }
-})
-
 /** Moves the TestClock forward to the next instant that is `second` seconds past a minute (.000). */
 const toSecondOfMinute = (second: number) =>
   Effect.gen(function*() {
@@ -37,32 +26,7 @@ const toSecondOfMinute = (second: number) =>
     return target
   })
 
-const createWindow = (body: Record<string, unknown>) =>
-  Effect.gen(function*() {
-    const r = yield* call("POST", "/api/maintenance-windows", { body })
-    if (r.status !== 201) return yield* Effect.dieMessage(`window create failed: ${r.status} ${r.text}`)
-    return r.body as Record<string, any>
-  })
-
 const windowOf = (id: string) => Effect.map(call("GET", `/api/maintenance-windows/${id}`), (r) => r.body as Record<string, any>)
-
-const incidentsOf = (monitorId: string) =>
-  Effect.map(call("GET", `/api/incidents?monitorId=${monitorId}`), (r) => {
-    expect(r.status).toBe(200)
-    return r.body.incidents as Array<any>
-  })
-
-const historyOf = (windowId: string) =>
-  Effect.map(call("GET", "/api/maintenance-windows/history"), (r) => {
-    expect(r.status).toBe(200)
-    return (r.body as Array<any>).filter((h) => h.windowId === windowId)
-  })
-
-const fail = (monitorId: string) =>
-  Effect.gen(function*() {
-    expect((yield* sendPing(monitorId, "fail", { body: { exitCode: 1 } })).status).toBe(200)
-    yield* settle
-  })
 
 const hourlyMonitor = () => createMonitor({ schedule: { type: "interval", expression: "1h" }, graceSeconds: 600 })
 

@@ -1,20 +1,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Clock, Duration, Effect, FastCheck, TestClock } from "effect"
-import { Engine } from "../../src/Engine/Engine.js"
-import { Maintenance } from "../../src/Maintenance/Maintenance.js"
 import { call, createMonitor, sendPing, TestServer } from "../support/fixture.js"
+import { settleWith } from "./support.js"
 
 const iso = (t: number) => new Date(t).toISOString()
 
-const settle = Effect.gen(function*() {
-  const engine = yield* Engine
-  const maintenance = yield* Maintenance
-  for (let i = 0; i < 2; i++) {
-    yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
-    yield* maintenance.idle
-    yield* engine.idle
-  }
-})
+const settle = settleWith(2, 10)
 
 const RUNS = Number(process.env.MAINTENANCE_PROPERTY_RUNS ?? 12)
 const HORIZON_S = 1800

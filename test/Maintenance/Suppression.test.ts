@@ -1,51 +1,13 @@
 import { expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Exit, Layer, Scope, TestClock } from "effect"
-import { Engine } from "../../src/Engine/Engine.js"
-import { Maintenance } from "../../src/Maintenance/Maintenance.js"
 import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, sendPing, TestServer } from "../support/fixture.js"
+import { createWindow, fail, historyOf, incidentsOf, settle } from "./support.js"
 
 const MIN = 60_000
 const HOUR = 3_600_000
 const iso = (t: number) => new Date(t).toISOString()
 const now = Clock.currentTimeMillis
-
-/** Let the maintenance scheduler and the engine's workers finish what the clock set off. */
-const settle = Effect.gen(function*() {
-  const engine = yield* Engine
-  const maintenance = yield* Maintenance
-  for (let i = 0; i < 3; i++) {
-    yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-    yield* maintenance.idle
-    yield* engine.idle
-  }
-})
-
-const incidentsOf = (monitorId: string) =>
-  Effect.map(call("GET", `/api/incidents?monitorId=${monitorId}`), (r) => {
-    expect(r.status).toBe(200)
-    return r.body.incidents as Array<any>
-  })
-
-const createWindow = (body: Record<string, unknown>) =>
-  Effect.gen(function*() {
-    const r = yield* call("POST", "/api/maintenance-windows", { body })
-    if (r.status !== 201) return yield* Effect.dieMessage(`window create failed: ${r.status} ${r.text}`)
-    return r.body as Record<string, any>
-  })
-
-const historyOf = (windowId: string) =>
-  Effect.map(call("GET", "/api/maintenance-windows/history"), (r) => {
-    expect(r.status).toBe(200)
-    return (r.body as Array<any>).filter((h) => h.windowId === windowId)
-  })
-
-const fail = (monitorId: string) =>
-  Effect.gen(function*() {
-    const r = yield* sendPing(monitorId, "fail", { body: { exitCode: 1 } })
-    expect(r.status).toBe(200)
-    yield* settle
-  })
 
 // The whole service runs on the TestClock: deadlines and window transitions move only when the test says.
 layer(TestServer(), { timeout: 120_000 })("maintenance windows suppress incidents (TestClock)", (it) => {
