@@ -1,11 +1,14 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, DatabaseBusy, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Authentication } from "../Auth/Api.js"
+import { Conflict, NotFound, ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
+import { allOptional, IntFromQuery, IsoTimestamp } from "../Domain/Schemas.js"
 import { StoredString } from "../Domain/Text.js"
-import { IntFromQuery } from "../Monitors/Api.js"
 
-/** Maintenance windows (interface spec "Maintenance window", decisions §8; docs/maintenance.md). */
+/**
+ * Maintenance windows (interface spec "Maintenance window", docs/decisions.md#maintenance-windows;
+ * docs/maintenance.md).
+ */
 
 export const WindowStatus = Schema.Literal("scheduled", "active", "overridden", "ended")
 export type WindowStatus = typeof WindowStatus.Type
@@ -69,17 +72,17 @@ export const CreateWindowRequest = Schema.Struct({
 })
 export type CreateWindowRequest = typeof CreateWindowRequest.Type
 
-/** Any subset of the fields; null clears end, rrule, duration (to change the kind), reason, notifications. */
+/**
+ * PATCH: the create request's fields, every one optional. Unlike create, start, end, rrule and
+ * duration take null (null end, rrule, duration: how a window changes kind); null clears reason and
+ * notifications, as on create.
+ */
 export const UpdateWindowRequest = Schema.Struct({
-  name: Schema.optional(Name),
-  monitorIds: Schema.optional(Schema.Array(StoredString)),
+  ...allOptional(CreateWindowRequest.fields),
   start: Schema.optional(Schema.NullOr(StoredString)),
   end: Schema.optional(Schema.NullOr(StoredString)),
   rrule: Schema.optional(Schema.NullOr(StoredString)),
-  duration: Schema.optional(Schema.NullOr(Schema.Int)),
-  timezone: Schema.optional(StoredString),
-  reason: Schema.optional(Schema.NullOr(Reason)),
-  notifications: Schema.optional(Schema.NullOr(NotificationsInput))
+  duration: Schema.optional(Schema.NullOr(Schema.Int))
 })
 export type UpdateWindowRequest = typeof UpdateWindowRequest.Type
 
@@ -220,7 +223,7 @@ export class MaintenanceApi extends HttpApiGroup.make("maintenance")
       .addError(ValidationError)
       .annotate(OpenApi.Summary, "The next periods of a window, in UTC")
   )
-  .addError(DatabaseBusy)
+  .addError(ServiceUnavailable)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Maintenance windows")
 {}

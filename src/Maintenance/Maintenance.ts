@@ -3,7 +3,7 @@ import { Clock, Effect, Either, Layer } from "effect"
 import { AppConfig } from "../Config.js"
 import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
-import { INSTANT_RANGE_TEXT } from "../Domain/Instant.js"
+import { INSTANT_RANGE_TEXT, iso } from "../Domain/Instant.js"
 import { excerpt } from "../Domain/Text.js"
 import { MaintenanceCheck } from "../Engine/Engine.js"
 import { Events } from "../Events/Events.js"
@@ -20,8 +20,6 @@ import { type HistoryRow, MaintenanceRepo, type ScheduleColumns } from "./Mainte
 import {
   DAY_MS,
   type FieldError,
-  iso,
-  isoOrNull,
   parseDay,
   parseInstant,
   type Period,
@@ -64,7 +62,7 @@ const toApi = (w: IndexedWindow, now: number): MaintenanceWindow => {
     monitorIds: row.monitor_ids,
     kind: row.rrule === null ? "one-time" : "recurring",
     start: iso(row.start_at),
-    end: isoOrNull(row.end_at),
+    end: iso(row.end_at),
     rrule: row.rrule,
     duration: row.duration_seconds,
     timezone: row.timezone,
@@ -88,7 +86,7 @@ const toHistoryEntry = (r: HistoryRow): HistoryEntry => {
     name: r.name,
     monitorIds: r.monitor_ids,
     startedAt: iso(r.started_at),
-    endedAt: isoOrNull(r.ended_at),
+    endedAt: iso(r.ended_at),
     endsAt: iso(r.ends_at),
     endReason: r.end_reason,
     overrides: r.overrides.map((o) => ({
@@ -192,7 +190,7 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
         const pick = <A>(given: A | undefined, current: A) => (given === undefined ? current : given)
         const schedule = yield* checkSchedule({
           start: pick(input.start, iso(row.start_at)),
-          end: pick(input.end, isoOrNull(row.end_at)),
+          end: pick(input.end, iso(row.end_at)),
           rrule: pick(input.rrule, row.rrule),
           duration: pick(input.duration, row.duration_seconds),
           timezone: pick(input.timezone, row.timezone)

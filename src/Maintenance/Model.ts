@@ -8,7 +8,7 @@ import { activePeriod, nextPeriods, parseRecurrence, type Recurrence } from "./R
 /**
  * The pure part of maintenance windows: validating a window's schedule, and which period (if any)
  * covers an instant. Recurrence rules are src/Maintenance/Rrule.ts (RFC 5545 in a zone, DST per
- * decisions §14). All times are epoch milliseconds; periods are half-open [start, end).
+ * docs/decisions.md#time). All times are epoch milliseconds; periods are half-open [start, end).
  */
 
 export interface Period {
@@ -64,8 +64,9 @@ export const parseInstant = (value: string, path: string): Either.Either<number,
 const present = <A>(value: A | null | undefined): value is A => value !== undefined && value !== null
 
 /**
- * A window's schedule from its fields (decisions §8): either start + end (end after start) or
- * rrule + duration (> 0, with an optional start as DTSTART, else `now` rounded down to its minute), never both.
+ * A window's schedule from its fields (docs/decisions.md#maintenance-windows): either start + end
+ * (end after start) or rrule + duration (> 0, with an optional start as DTSTART, else `now` rounded
+ * down to its minute), never both.
  */
 export const validateWindowSchedule = (input: ScheduleFields, now: number): Either.Either<WindowSchedule, FieldError> =>
   Either.gen(function*() {
@@ -207,7 +208,3 @@ export const parseDay = (value: string): number | undefined => {
 }
 
 export const DAY_MS = 86_400_000
-
-/** An instant in ISO 8601, UTC, as the API and the events show instants. */
-export const iso = (t: number | Date): string => new Date(t).toISOString()
-export const isoOrNull = (t: number | Date | null): string | null => (t === null ? null : iso(t))

@@ -1,9 +1,9 @@
 import type { EventInput } from "../Events/Events.js"
-import { iso } from "./Model.js"
+import { iso } from "../Domain/Instant.js"
 
 /**
- * The `data` of maintenance.upcoming, maintenance.started and maintenance.ended (ours; decisions §8,
- * docs/maintenance.md#notifications). One shape for the three kinds; fields without a value are null.
+ * The `data` of maintenance.upcoming, maintenance.started and maintenance.ended (ours;
+ * docs/decisions.md#maintenance-windows, docs/maintenance.md#notifications). One shape for the three kinds; fields without a value are null.
  * `channels` is the window's notifications.channels at the time (`chat:<name>`, `webhook:<id>`), for the
  * delivery work to route the notice; `monitor_ids` of the row carries the window's monitors for
  * webhook `filters.monitorIds`.

@@ -1,10 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Queue } from "effect"
 import type { IncidentType } from "../Engine/Model.js"
+import { iso } from "../Domain/Instant.js"
 import { Events } from "../Events/Events.js"
 import { MaintenanceIndex } from "./MaintenanceIndex.js"
 import { type EndReason, MaintenanceRepo, type WindowRow } from "./MaintenanceRepo.js"
-import { iso, nextPeriodAfter, overrideCovers, type Period } from "./Model.js"
+import { nextPeriodAfter, overrideCovers, type Period } from "./Model.js"
 import { maintenanceEnded, maintenanceStarted, maintenanceUpcoming, type WindowFacts } from "./Payloads.js"
 import { type IndexedWindow, periodOf } from "./WindowIndex.js"
 

@@ -1,11 +1,10 @@
 import { Either } from "effect"
 import { isUuid } from "../Domain/Ids.js"
+import { iso } from "../Domain/Instant.js"
 import type { WindowStatus } from "./Api.js"
 import type { WindowRow } from "./MaintenanceRepo.js"
 import {
   type FieldError,
-  iso,
-  isoOrNull,
   nextPeriodAfter,
   overrideCovers,
   type Period,
@@ -49,7 +48,7 @@ export const scheduleOfRow = (row: WindowRow): Either.Either<WindowSchedule, Fie
   validateWindowSchedule(
     {
       start: iso(row.start_at),
-      end: isoOrNull(row.end_at),
+      end: iso(row.end_at),
       rrule: row.rrule,
       duration: row.duration_seconds,
       timezone: row.timezone
