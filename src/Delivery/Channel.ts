@@ -1,5 +1,5 @@
 import { type EventRow } from "../Events/EventsRepo.js"
-import { envelopeOf, toStoredEvent } from "../Events/Events.js"
+import { envelopeOf, type StoredEvent, toStoredEvent } from "../Events/Events.js"
 import { isSuccess, type Outcome } from "./RetrySchedule.js"
 import type { SendResult } from "./Sender.js"
 
@@ -47,16 +47,8 @@ export interface RetryPolicy {
   readonly delayAfterAttempt: (attempt: number) => number | undefined
 }
 
-/** An event as a channel reads it. */
-export interface ChannelEvent {
-  readonly id: string
-  readonly seq: number
-  readonly orgId: string
-  readonly type: string
-  readonly createdAt: Date
-  readonly data: Record<string, unknown>
-  readonly monitorIds: ReadonlyArray<string>
-  readonly severity: string | null
+/** An event as a channel reads it: as stored (`event` is its kind), and what the fan-out adds. */
+export interface ChannelEvent extends StoredEvent {
   /** The envelope's exact bytes (`{event, id, createdAt, data}`), built once for all destinations. */
   readonly envelope: () => string
   /** The incident behind it, for the channel's `incidentEvents` (undefined otherwise, or when it is gone). */
@@ -112,19 +104,9 @@ export const retryLater = (retryAfterMs: number | undefined): Verdict => ({ _tag
 
 /** A stored event as channels read it; `incident` when the fan-out loaded it. */
 export const channelEventOf = (row: EventRow, incident?: IncidentFacts): ChannelEvent => {
+  const stored = toStoredEvent(row)
   let envelope: string | undefined
-  return {
-    id: row.id,
-    seq: Number(row.seq),
-    orgId: row.org_id,
-    type: row.type,
-    createdAt: row.created_at,
-    data: row.data,
-    monitorIds: row.monitor_ids,
-    severity: row.severity,
-    envelope: () => (envelope ??= JSON.stringify(envelopeOf(toStoredEvent(row)))),
-    incident
-  }
+  return { ...stored, envelope: () => (envelope ??= JSON.stringify(envelopeOf(stored))), incident }
 }
 
 /** The attempt's status code and error, as webhook_delivery_attempts records them. */

@@ -55,13 +55,13 @@ const maintenanceMessage = (chat: ChatDestination, event: ChannelEvent): string 
   }
   if (!(data.channels ?? []).some((c) => c.startsWith("chat:") && c.slice(5) === chat.name)) return undefined
   return JSON.stringify(maintenanceMessageOf({
-    kind: event.type.slice(MAINTENANCE.length) as "upcoming" | "started" | "ended",
+    kind: event.event.slice(MAINTENANCE.length) as "upcoming" | "started" | "ended",
     windowName: data.window?.name ?? "",
     monitorCount: data.window?.monitorIds?.length ?? 0,
     startsAt: data.startsAt ?? "",
     endsAt: data.endsAt ?? "",
     reason: data.window?.reason ?? null,
-    at: event.createdAt.toISOString()
+    at: event.createdAt
   }, chat.mention))
 }
 
@@ -69,7 +69,7 @@ const incidentMessage = (publicUrl: string, chat: ChatDestination, event: Channe
   const incident = event.incident
   if (incident === undefined) return undefined
   if (!chatRulesMatch({ severity: chat.rulesSeverity, types: chat.rulesTypes }, incident)) return undefined
-  const resolved = event.type === "incident.resolved"
+  const resolved = event.event === "incident.resolved"
   const message: ChatIncident = {
     id: incident.id,
     type: resolved ? "RESOLVED" : (incident.type as ChatIncident["type"]),
@@ -78,7 +78,7 @@ const incidentMessage = (publicUrl: string, chat: ChatDestination, event: Channe
     monitorId: incident.monitorId,
     monitorName: incident.monitorName,
     details: incident.details,
-    at: event.createdAt.toISOString()
+    at: event.createdAt
   }
   return JSON.stringify(messageOf(publicUrl, message, chat.mention))
 }
@@ -94,9 +94,9 @@ export const chatChannel = (publicUrl: string): Channel<ChatDestination> => ({
   retry: { maxAttempts: CHAT_MAX_ATTEMPTS, delayAfterAttempt: chatDelayAfterAttempt },
   incidentEvents: INCIDENT_EVENTS,
   messageFor: (chat, event) =>
-    event.type.startsWith(MAINTENANCE)
+    event.event.startsWith(MAINTENANCE)
       ? maintenanceMessage(chat, event)
-      : INCIDENT_EVENTS.includes(event.type)
+      : INCIDENT_EVENTS.includes(event.event)
       ? incidentMessage(publicUrl, chat, event)
       : undefined,
   testMessageFor: (chat, test) => JSON.stringify(testMessageOf(chat.name, chat.mention, new Date(test.at).toISOString())),

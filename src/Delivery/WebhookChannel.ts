@@ -38,7 +38,8 @@ export const webhookChannel: Channel<WebhookDestination> = {
   perMinute: RATE_LIMIT_PER_MINUTE,
   retry: { maxAttempts: MAX_ATTEMPTS, delayAfterAttempt },
   incidentEvents: [],
-  messageFor: (webhook, event) => (matches(webhook, event) ? event.envelope() : undefined),
+  messageFor: (webhook, event) =>
+    matches(webhook, { type: event.event, monitorIds: event.monitorIds, severity: event.severity }) ? event.envelope() : undefined,
   testMessageFor: (webhook, test) =>
     JSON.stringify({
       event: "webhook.test",
