@@ -11,9 +11,9 @@ import { RATE_WINDOW_MS } from "./RetrySchedule.js"
  * The delivery worker (docs/delivery.md, "How it works"), one fiber per service instance. Each
  * pass syncs which pings record events, fans new events out into deliveries, feeds the ping
  * subscribers, sends whatever is due and answers how long it may sleep. It is woken by PostgreSQL
- * (LISTEN: a trigger notifies on every write of events or deliveries, from any instance), and
- * otherwise sleeps on the Clock until the next retry, rate window or chat wait is due, and at most
- * SAFETY_POLL_MS (PING_FEED_MS while some webhook subscribes to ping.received).
+ * (LISTEN: a trigger notifies on every write of events or deliveries, from any instance), by this
+ * instance's commits of ping events, and otherwise sleeps on the Clock until the next retry, rate
+ * window or chat wait is due, and at most SAFETY_POLL_MS. Nothing ticks while nothing is due.
  */
 
 /** Without a notification, the worker still looks this often (a missed notification costs at most this). */
@@ -21,7 +21,7 @@ const SAFETY_POLL_MS = 30_000
 const ERROR_RETRY_MS = 1_000
 const LISTEN_RETRY = "1 second"
 const WAKE_CHANNEL = "jobmon_delivery"
-/** While some webhook subscribes to ping.received, the worker feeds them at least this often. */
+/** Ping events wake the worker at once, then at most once this often while they keep coming. */
 const PING_FEED_MS = 1_000
 
 export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/DeliveryWorker", {
@@ -58,14 +58,12 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
         const [events] = yield* Effect.all([fanOut.fanOutBatch, attempts.sendDue], { concurrency: "unbounded" })
         if (events < fanOut.batchSize) break
       }
-      yield* pingFeed.feed
-      yield* attempts.sendDue
+      // Sending frees room in the subscribers' queues: fed again until nothing moves.
+      yield* pingFeed.feedUntilStill(attempts.sendDue)
       const now = yield* Clock.currentTimeMillis
       yield* purgeOnceAMinute(now)
       const due = yield* deliveries.nextDue
-      // Ping events do not wake the worker: while someone subscribes to them, it looks every second.
-      const poll = pingFeed.pingEventsOn() ? PING_FEED_MS : SAFETY_POLL_MS
-      return due === undefined ? poll : Math.min(poll, Math.max(1, due - now))
+      return due === undefined ? SAFETY_POLL_MS : Math.min(SAFETY_POLL_MS, Math.max(1, due - now))
     })
 
     const wake = yield* Queue.unbounded<Deferred.Deferred<void> | undefined>()
@@ -127,6 +125,16 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
       }
     })
     yield* Effect.forkScoped(worker)
+
+    // Ping events notify nobody (a notification per ping would cost every ping's commit): the
+    // instance that records them feeds them, woken by its intake's commit, at once and then at
+    // most once a PING_FEED_MS while more keep coming. Idle, this waits without a timer.
+    yield* pingFeed.recorded.pipe(
+      Effect.zipRight(Queue.offer(wake, undefined)),
+      Effect.zipRight(Effect.sleep(PING_FEED_MS)),
+      Effect.forever,
+      Effect.forkScoped
+    )
 
     /** Runs one whole pass of the worker (fan-out and due deliveries) and waits for it (tests, test endpoint). */
     const flush = Effect.gen(function*() {

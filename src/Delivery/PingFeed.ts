@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Queue } from "effect"
 import { Intake } from "../Pings/Intake.js"
 import { channelEventOf } from "./Channel.js"
 import { webhookDestinationOf } from "./DestinationsRepo.js"
@@ -24,7 +24,7 @@ const PING_EVENTS_KEEP_MS = 24 * 3_600_000
 const PURGE_CHUNK = 50_000
 
 export class PingFeed extends Effect.Service<PingFeed>()("jobmon/PingFeed", {
-  effect: Effect.gen(function*() {
+  scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* PingFeedRepo
     const intake = yield* Intake
@@ -56,6 +56,14 @@ export class PingFeed extends Effect.Service<PingFeed>()("jobmon/PingFeed", {
     }))
 
     /**
+     * This instance's intake committed ping events: the worker's wake-up (ping events notify nobody;
+     * the instance that records them feeds them). One pending signal stands for any number.
+     */
+    const recorded = yield* Queue.dropping<void>(1)
+    yield* intake.onPingEventsRecorded(() => void recorded.unsafeOffer(undefined))
+    yield* Effect.addFinalizer(() => intake.onPingEventsRecorded(() => {}))
+
+    /**
      * One subscriber's next ping events, up to seq `upTo`, into deliveries: as many as it has room
      * for (PING_QUEUE pending at most), oldest first, in one transaction with its row locked;
      * `ping_seq` moves past them, so the rows after it are its queue. Answers whether it moved.
@@ -84,13 +92,24 @@ export class PingFeed extends Effect.Service<PingFeed>()("jobmon/PingFeed", {
         return true
       })).pipe(Effect.orDie)
 
-    /** Feeds every subscriber its next ping events (up to the newest), as much as each has room for. */
-    const feed = Effect.gen(function*() {
-      const ids = yield* repo.subscriberIds
-      if (ids.length === 0) return
-      const upTo = yield* repo.newestSeq
-      for (const id of ids) yield* feedOne(id, upTo)
-    })
+    /**
+     * Feeds every subscriber, then runs `send` (sending what was made frees room), and again until
+     * no subscriber moves on: a backlog goes out as fast as the subscribers' rate limits allow,
+     * without waiting for a timer. Up to the newest ping event when it starts, so it stops however
+     * fast pings arrive (those wake the worker again).
+     */
+    const feedUntilStill = (send: Effect.Effect<void>) =>
+      Effect.gen(function*() {
+        const ids = yield* repo.subscriberIds
+        if (ids.length === 0) return yield* send
+        const upTo = yield* repo.newestSeq
+        for (;;) {
+          let moved = false
+          for (const id of ids) moved = (yield* feedOne(id, upTo)) || moved
+          yield* send
+          if (!moved) return
+        }
+      })
 
     /**
      * Ping events every subscriber has been fed and that are over a day old are deleted, oldest
@@ -106,9 +125,9 @@ export class PingFeed extends Effect.Service<PingFeed>()("jobmon/PingFeed", {
 
     return {
       sync,
-      /** Whether some pings record ping.received events now. */
-      pingEventsOn: intake.pingEventsOn,
-      feed,
+      /** Waits until this instance's intake has committed ping events (since the last wait). */
+      recorded: Queue.take(recorded),
+      feedUntilStill,
       purge
     } as const
   }),
