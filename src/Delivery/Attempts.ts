@@ -3,7 +3,7 @@ import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../Config.js"
 import { BadGateway } from "./Api.js"
-import { answerOf, type Channel, retryWait, stateAfter, type StoredMessage } from "./Channel.js"
+import { answerOf, type Channel, type OutboundRequest, retryWait, stateAfter, type StoredMessage } from "./Channel.js"
 import { chatChannel } from "./ChatChannel.js"
 import { type Attempted, DeliveriesRepo, type DeliveryRow } from "./DeliveriesRepo.js"
 import { chatDestinationOf, type ChatWebhookRow, DestinationsRepo, type WebhookRow, webhookDestinationOf } from "./DestinationsRepo.js"
@@ -92,7 +92,7 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
     const destinations = yield* DestinationsRepo
     const config = yield* AppConfig
     const chat = chatChannel(config.publicUrl)
-    const sendRequest = (request: { url: string; body: string; headers: Record<string, string> }) =>
+    const sendRequest = (request: OutboundRequest) =>
       send(request.url, request.body, request.headers, { allowPrivateTargets: config.allowPrivateTargets })
 
     /**
