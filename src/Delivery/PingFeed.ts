@@ -100,12 +100,14 @@ export class PingFeed extends Effect.Service<PingFeed>()("jobmon/PingFeed", {
      */
     const feedUntilStill = (send: Effect.Effect<void>) =>
       Effect.gen(function*() {
-        const ids = yield* repo.subscriberIds
-        if (ids.length === 0) return yield* send
-        const upTo = yield* repo.newestSeq
+        const subscribers = yield* repo.subscribers
+        const upTo = subscribers.length === 0 ? 0 : yield* repo.newestSeq
+        // Those fed up to the newest already have nothing to take: no transaction for them.
+        const behind = subscribers.filter((s) => s.pingSeq < upTo)
+        if (behind.length === 0) return yield* send
         for (;;) {
           let moved = false
-          for (const id of ids) moved = (yield* feedOne(id, upTo)) || moved
+          for (const { id } of behind) moved = (yield* feedOne(id, upTo)) || moved
           yield* send
           if (!moved) return
         }

@@ -41,10 +41,11 @@ export class PingFeedRepo extends Effect.Service<PingFeedRepo>()("jobmon/PingFee
         array(select m.id from monitors m where m.id = any(w.filter_monitor_ids) and m.org_id = w.org_id) as monitor_ids
       from webhooks w where ${subscribed}`.pipe(span("subscriptions"))
 
-    const subscriberIds = Effect.map(
-      sql<{ id: string }>`select id from webhooks where ${subscribed}`,
-      (rows) => rows.map((r) => r.id)
-    ).pipe(span("subscriberIds"))
+    /** The subscribed webhooks, and how far each has been fed (read without a lock: it only grows). */
+    const subscribers = Effect.map(
+      sql<{ id: string; ping_seq: string }>`select id, ping_seq from webhooks where ${subscribed}`,
+      (rows) => rows.map((r) => ({ id: r.id, pingSeq: Number(r.ping_seq) }))
+    ).pipe(span("subscribers"))
 
     /** The subscriber's row, locked until the transaction ends (instances take turns feeding it); undefined when it no longer subscribes. */
     const lockSubscriber = (id: string) =>
@@ -116,7 +117,7 @@ export class PingFeedRepo extends Effect.Service<PingFeedRepo>()("jobmon/PingFee
     return {
       subscriptionVersion,
       subscriptions,
-      subscriberIds,
+      subscribers,
       lockSubscriber,
       pendingPingDeliveries,
       newestSeq,
