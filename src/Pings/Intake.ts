@@ -363,10 +363,17 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
         void (writer.pingEvents = scope === "none" || (scope.orgs.size === 0 && scope.monitors.size === 0) ? "none" : scope)
       )
 
-    /** Whether some pings record ping.received events now. */
-    const pingEventsOn = () => writer.pingEvents !== "none"
+    /** `listener` runs after each commit that recorded ping.received events (the delivery worker's wake-up). */
+    const onPingEventsRecorded = (listener: () => void) => Effect.sync(() => void (writer.afterPingEvents = listener))
 
-    return { submit, submitEffect, setPingEvents, pingEventsOn, writerStats: writer.stats, drain: () => writer.drain() } as const
+    return {
+      submit,
+      submitEffect,
+      setPingEvents,
+      onPingEventsRecorded,
+      writerStats: writer.stats,
+      drain: () => writer.drain()
+    } as const
   })
 }) {}
 

@@ -245,6 +245,12 @@ export class RunWriter {
    */
   afterSettle: () => void = () => {}
 
+  /**
+   * Called once a batch that recorded ping.received events has committed and been answered (the
+   * delivery worker's wake-up: ping events send no notification). Keep it cheap.
+   */
+  afterPingEvents: () => void = () => {}
+
   private idle(): boolean {
     for (const lane of this.lanes) if (lane.flushing || lane.scheduled || lane.pending.length > 0) return false
     return true
@@ -324,7 +330,9 @@ export class RunWriter {
         // Committed. The next batch goes to PostgreSQL first (it holds only pings that arrived
         // while this one was in flight), then this one's callers are answered while it is written.
         then()
-        return this.settle(batch, undefined, n)
+        this.settle(batch, undefined, n)
+        if (events.length > 0) this.signalPingEvents()
+        return
       }
       if (isTransient(error) && attempt < TRANSIENT_RETRIES) return this.writeBatch(lane, batch, then, attempt + 1)
       if (isDataError(error) && batch.length > 1) {
@@ -353,6 +361,14 @@ export class RunWriter {
       this.afterSettle()
     } catch {
       // nor may what follows the answers
+    }
+  }
+
+  private signalPingEvents(): void {
+    try {
+      this.afterPingEvents()
+    } catch {
+      // nor may the wake-up
     }
   }
 

@@ -601,6 +601,26 @@ layer(TestServer({ allowPrivateTargets: true }), { excludeTestServices: true, ti
     })))
 })
 
+// A server of its own: the wake-up is throttled on the Clock (at most one a second while pings keep
+// coming), and this TestClock never moves, so an earlier ping in the same server would hold it.
+layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("ping.received wake-up", (it) => {
+  it.effect("no flush, no clock: a ping's commit wakes the worker, and its ping.received delivery leaves at once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const target = yield* receiver([200])
+      const monitor = yield* createMonitor()
+      yield* createWebhook({ url: target.url, events: ["ping.received"], filters: { monitorIds: [monitor.id] } })
+      yield* flush
+      // Pings notify nobody and the TestClock does not move: only the intake's commit can start a pass.
+      const ping = yield* call("POST", `/api/ping/${monitor.id}/success`)
+      expect(ping.status).toBe(200)
+      const deadline = Date.now() + 10_000
+      while (target.received.length === 0 && Date.now() < deadline) {
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+      }
+      expect(target.received.map((r) => r.body.data.ping.runId)).toEqual([ping.body.runId])
+    })))
+})
+
 layer(TestServer({ allowPrivateTargets: true }), { timeout: 120_000 })("Standard Webhooks signature", (it) => {
   it.effect("the official library verifies webhook-id, webhook-timestamp and webhook-signature; a receiver refuses a stale timestamp", () =>
     Effect.scoped(Effect.gen(function*() {

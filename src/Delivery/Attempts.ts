@@ -1,0 +1,300 @@
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect } from "effect"
+import { randomUUID } from "node:crypto"
+import { AppConfig } from "../Config.js"
+import { BadGateway } from "./Api.js"
+import { answerOf, type Channel, type OutboundRequest, retryWait, stateAfter, type StoredMessage } from "./Channel.js"
+import { chatChannel } from "./ChatChannel.js"
+import { type Attempted, DeliveriesRepo, type DeliveryRow } from "./DeliveriesRepo.js"
+import { chatDestinationOf, type ChatWebhookRow, DestinationsRepo, type WebhookRow, webhookDestinationOf } from "./DestinationsRepo.js"
+import { echo } from "./Input.js"
+import { RATE_WINDOW_MS } from "./RetrySchedule.js"
+import { send, type SendResult } from "./Sender.js"
+import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
+
+/**
+ * Attempts (docs/delivery.md, "How it works"): due deliveries claimed, the destination's rate
+ * limit taken, the request its channel builds sent through the one outbound client, every attempt
+ * recorded and each delivery rescheduled per the channel's verdict and retry table.
+ *
+ * Two cycles. Outbound webhooks are claimed per delivery, several lanes side by side, each claim
+ * sent at once (many POSTs in flight). Chat webhooks are claimed whole, one worker at a time per
+ * chat webhook, so that what piled up while it waited goes out packed into few messages.
+ */
+
+/** Outbound deliveries claimed at once by one lane, and lanes claiming side by side. */
+const CLAIM_BATCH = 200
+const CLAIM_LANES = 3
+/** POSTs in flight per lane. */
+const SEND_CONCURRENCY = 100
+/** Chat webhooks claimed at once, and a chat webhook's messages read at once (packed into messages). */
+const CHAT_CLAIM_BATCH = 20
+const CHAT_ROWS_PER_ROUND = 200
+const LEASE_MS = 60_000
+
+/** Runs `work` over `items`, at most `limit` at a time; answers the results in order. */
+const inPool = async <A, B>(items: ReadonlyArray<A>, limit: number, work: (item: A) => Promise<B>): Promise<Array<B>> => {
+  const results: Array<B> = new Array(items.length)
+  let next = 0
+  const runner = async () => {
+    while (next < items.length) {
+      const i = next++
+      results[i] = await work(items[i]!)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, runner))
+  return results
+}
+
+const minuteOf = (now: number) => Math.floor(now / RATE_WINDOW_MS) * RATE_WINDOW_MS
+
+/** A stored delivery as its channel reads it, with its row. */
+const messageOf = (row: DeliveryRow): StoredMessage & { readonly row: DeliveryRow } => ({
+  deliveryId: row.id,
+  eventType: row.event_type,
+  body: row.body,
+  row
+})
+
+/**
+ * One request's answer, for the deliveries it carried: the channel's verdict, each delivery's
+ * attempt and new state, and how long the destination waits when told to retry later (the
+ * backoff of the group's oldest message, or the answer's Retry-After when longer).
+ */
+const settle = <D>(channel: Channel<D>, group: ReadonlyArray<DeliveryRow>, result: SendResult, headers: Record<string, string>, at: number) => {
+  const verdict = channel.verdictOn(result)
+  const { error, statusCode } = answerOf(result.outcome)
+  const waitUntil = verdict._tag === "RetryLater"
+    ? at + retryWait(channel.retry, Math.max(...group.map((d) => d.attempts)) + 1, verdict.retryAfterMs)
+    : undefined
+  const attempts = group.map((d): Attempted => {
+    const attempt = d.attempts + 1
+    const status = stateAfter(channel.retry, verdict, attempt)
+    return {
+      id: d.id,
+      attempt,
+      at,
+      headers,
+      statusCode,
+      responseTimeMs: result.responseTimeMs,
+      error,
+      status,
+      next: status === "pending" ? new Date(waitUntil!) : null
+    }
+  })
+  return { verdict, attempts, waitUntil }
+}
+
+export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const deliveries = yield* DeliveriesRepo
+    const destinations = yield* DestinationsRepo
+    const config = yield* AppConfig
+    const chat = chatChannel(config.publicUrl)
+    const sendRequest = (request: OutboundRequest) =>
+      send(request.url, request.body, request.headers, { allowPrivateTargets: config.allowPrivateTargets })
+
+    /**
+     * Takes up to `wanted` slots of each webhook's current minute (`limit` a minute), in one
+     * transaction that locks the webhooks' counters; answers, per webhook, the count before and how
+     * many were granted.
+     */
+    const takeRates = (windowStart: Date, wanted: ReadonlyMap<string, number>, limit: number) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const ids = [...wanted.keys()]
+        yield* deliveries.ensureRateCounters(windowStart, ids)
+        const counters = yield* deliveries.lockRateCounters(windowStart, ids)
+        const rates = new Map<string, { before: number; granted: number }>()
+        for (const c of counters) {
+          rates.set(c.webhook_id, { before: c.count, granted: Math.max(0, Math.min(wanted.get(c.webhook_id) ?? 0, limit - c.count)) })
+        }
+        const taken = [...rates].filter(([, r]) => r.granted > 0).map(([webhook_id, r]) => ({ webhook_id, n: r.granted }))
+        if (taken.length > 0) yield* deliveries.addToRateCounters(windowStart, taken)
+        return rates
+      }))
+
+    /**
+     * Attempts claimed outbound deliveries: the rate limit first (over it, a delivery waits for the
+     * next minute without using an attempt), then every POST at once (at most SEND_CONCURRENCY in
+     * flight, over keep-alive connections), then all attempts recorded in one statement.
+     */
+    const attemptWebhooks = (claimed: ReadonlyArray<DeliveryRow>, answer = false): Effect.Effect<ReadonlyArray<DeliveryRow>> =>
+      Effect.gen(function*() {
+        if (claimed.length === 0) return []
+        const now = yield* Clock.currentTimeMillis
+        const ids = [...new Set(claimed.map((d) => d.webhook_id!))]
+        const hooks = new Map((yield* destinations.liveWebhooks(ids)).map((h) => [h.id, webhookDestinationOf(h)]))
+        const windowStart = minuteOf(now)
+        const limit = webhookChannel.perMinute
+        const wanted = new Map<string, number>()
+        for (const d of claimed) if (hooks.has(d.webhook_id!)) wanted.set(d.webhook_id!, (wanted.get(d.webhook_id!) ?? 0) + 1)
+        const rates = wanted.size === 0 ? new Map() : yield* takeRates(new Date(windowStart), wanted, limit)
+        const used = new Map<string, number>()
+        const toSend: Array<{ delivery: DeliveryRow; hook: WebhookDestination; count: number }> = []
+        const waiting: Array<string> = []
+        /** Webhooks over their limit this minute. */
+        const full = new Set<string>()
+        const orphaned: Array<string> = []
+        for (const d of claimed) {
+          const hook = hooks.get(d.webhook_id!)
+          if (hook === undefined) {
+            orphaned.push(d.id)
+            continue
+          }
+          const rate = rates.get(hook.id)
+          const i = used.get(hook.id) ?? 0
+          if (rate === undefined || i >= rate.granted) {
+            waiting.push(d.id)
+            full.add(hook.id)
+            continue
+          }
+          used.set(hook.id, i + 1)
+          toSend.push({ delivery: d, hook, count: rate.before + i + 1 })
+        }
+        const settled: Array<DeliveryRow> = []
+        const nextMinute = new Date(windowStart + RATE_WINDOW_MS)
+        if (waiting.length > 0) {
+          // Over the limit: wait for the next minute (nothing is dropped). The other due, unclaimed
+          // deliveries of those webhooks wait too, in one statement: otherwise a backlog (pings at
+          // thousands a second against 100 a minute) is claimed and put back on every pass.
+          yield* deliveries.postponeUnclaimed([...full], nextMinute, new Date(now))
+          settled.push(...yield* deliveries.postponeClaimed(waiting, nextMinute))
+        }
+        if (orphaned.length > 0) settled.push(...yield* deliveries.failOrphaned(orphaned))
+        const attemptOne = async ({ count, delivery, hook }: (typeof toSend)[number]): Promise<Attempted> => {
+          const request = webhookChannel.requestFor(hook, [messageOf(delivery)], {
+            at: now,
+            rate: { limit, count, resetAt: windowStart + RATE_WINDOW_MS }
+          })
+          const result = await sendRequest(request)
+          return settle(webhookChannel, [delivery], result, request.headers, now).attempts[0]!
+        }
+        // one promise pool, not a fiber per POST: at a thousand a second the difference shows
+        const attempts = yield* Effect.promise(() => inPool(toSend, SEND_CONCURRENCY, attemptOne))
+        settled.push(...yield* deliveries.recordAttempts(attempts, answer))
+        return settled
+      }).pipe(Effect.orDie)
+
+    /** Claims due outbound deliveries (SKIP LOCKED and a lease: concurrent workers never share one) and attempts them. */
+    const claimAndSendWebhooks = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const claimed = yield* deliveries.claimDueWebhookDeliveries(new Date(now), new Date(now + LEASE_MS), CLAIM_BATCH)
+      const ordered = [...claimed].sort((a, b) =>
+        a.next_attempt_at!.getTime() - b.next_attempt_at!.getTime() || Number(a.event_seq ?? 0) - Number(b.event_seq ?? 0)
+      )
+      yield* attemptWebhooks(ordered)
+      return claimed.length
+    })
+
+    /**
+     * Sends a claimed destination's due messages, oldest first, packed as its channel allows. A
+     * RetryLater or a full minute makes the destination wait (`waitUntil`); what is not sent stays
+     * pending and goes with what arrives meanwhile. An Invalid verdict ends it.
+     */
+    const sendWaiting = <D>(channel: Channel<D>, id: string, destination: D, due: ReadonlyArray<DeliveryRow>, now: number) =>
+      Effect.gen(function*() {
+        const windowStart = minuteOf(now)
+        let waitUntil: number | undefined
+        for (const group of channel.pack(due.map(messageOf))) {
+          const count = yield* deliveries.takeRate(id, new Date(windowStart), channel.perMinute)
+          if (count === undefined) {
+            waitUntil = windowStart + RATE_WINDOW_MS
+            break
+          }
+          const request = channel.requestFor(destination, group, {
+            at: now,
+            rate: { limit: channel.perMinute, count, resetAt: windowStart + RATE_WINDOW_MS }
+          })
+          const result = yield* Effect.promise(() => sendRequest(request))
+          const answer = settle(channel, group.map((m) => m.row), result, request.headers, now)
+          waitUntil = answer.waitUntil
+          yield* deliveries.recordAttempts(answer.attempts)
+          if (answer.verdict._tag === "Invalid") {
+            yield* deliveries.invalidateChat(id, answer.verdict.reason, new Date(now))
+            break
+          }
+          if (answer.verdict._tag === "RetryLater") break
+        }
+        return waitUntil
+      })
+
+    /** A claimed chat webhook: its due messages sent (or failed, when it was deleted or is invalid), its lease ended. */
+    const sendChat = (row: ChatWebhookRow & { deleted: boolean }) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const due = yield* deliveries.dueOfChat(row.id, new Date(now), CHAT_ROWS_PER_ROUND)
+        if (row.deleted || row.status !== "active") {
+          yield* deliveries.failClaimed(due.map((d) => d.id), row.deleted ? "chat webhook deleted" : "chat webhook invalid")
+          return yield* deliveries.releaseChat(row.id)
+        }
+        const waitUntil = yield* sendWaiting(chat, row.id, chatDestinationOf(row), due, now)
+        yield* deliveries.releaseChat(row.id, waitUntil === undefined ? null : new Date(waitUntil))
+      }).pipe(Effect.orDie)
+
+    const claimAndSendChats = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const chats = yield* deliveries.claimChats(new Date(now), new Date(now + LEASE_MS), CHAT_CLAIM_BATCH)
+      yield* Effect.forEach(chats, sendChat, { concurrency: "unbounded", discard: true })
+      return chats.length
+    })
+
+    const drain = (step: Effect.Effect<number>, batch: number) =>
+      Effect.gen(function*() {
+        while ((yield* step) === batch) {
+          // more due
+        }
+      })
+
+    /** Everything due now: the chat webhooks, and the outbound deliveries in CLAIM_LANES lanes. */
+    const sendDue = Effect.all([
+      drain(claimAndSendChats, CHAT_CLAIM_BATCH),
+      ...Array.from({ length: CLAIM_LANES }, () => drain(claimAndSendWebhooks, CLAIM_BATCH))
+    ], { concurrency: "unbounded", discard: true })
+
+    /** POST /api/webhooks/{id}/test: a webhook.test delivery, attempted at once; answers its row. */
+    const testWebhook = (hook: WebhookRow) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const eventId = randomUUID()
+        const row = yield* deliveries.insertLeased({
+          webhookId: hook.id,
+          eventId,
+          eventType: "webhook.test",
+          body: webhookChannel.testMessageFor(webhookDestinationOf(hook), { id: eventId, at: now }),
+          now: new Date(now),
+          leaseUntil: new Date(now + LEASE_MS)
+        })
+        return (yield* attemptWebhooks([row], true))[0]!
+      })
+
+    /** POST /api/alerts/chat/test: one message now, not counted against the minute; 502 names the chat service's answer. */
+    const testChat = (row: ChatWebhookRow) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const destination = chatDestinationOf(row)
+        const id = randomUUID()
+        const message: StoredMessage = { deliveryId: id, eventType: "chat.test", body: chat.testMessageFor(destination, { id, at: now }) }
+        const request = chat.requestFor(destination, [message], {
+          at: now,
+          rate: { limit: chat.perMinute, count: 0, resetAt: minuteOf(now) + RATE_WINDOW_MS }
+        })
+        const result = yield* Effect.promise(() => sendRequest(request))
+        const verdict = chat.verdictOn(result)
+        if (verdict._tag === "Delivered") return { sent: true as const, status: row.status }
+        if (verdict._tag === "Invalid") {
+          yield* deliveries.invalidateChat(row.id, verdict.reason, new Date(now))
+          return yield* new BadGateway({ message: verdict.reason })
+        }
+        const outcome = result.outcome
+        return yield* new BadGateway({
+          message: outcome._tag === "Answered"
+            ? `The chat service answered ${outcome.status}; the test message was not accepted.`
+            : `The chat service could not be reached (${echo(outcome.error, 160)}).`
+        })
+      })
+
+    return { sendDue, testWebhook, testChat } as const
+  }),
+  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default]
+}) {}

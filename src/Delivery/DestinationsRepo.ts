@@ -1,0 +1,239 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { ChatDestination } from "./ChatChannel.js"
+import type { WebhookDestination } from "./WebhookChannel.js"
+
+/**
+ * The destinations' configuration rows: outbound webhooks (`webhooks`) and chat alert webhooks
+ * (`chat_webhooks`), sql/0006_delivery.sql. SQL only; a deleted one keeps its row (`deleted_at`).
+ */
+
+export interface WebhookRow {
+  readonly id: string
+  readonly org_id: string
+  readonly url: string
+  readonly secret: string
+  readonly events: ReadonlyArray<string>
+  readonly filter_monitor_ids: ReadonlyArray<string>
+  readonly filter_severity: ReadonlyArray<string>
+  readonly after_seq: string | number
+  readonly created_at: Date
+}
+
+export interface ChatWebhookRow {
+  readonly id: string
+  readonly org_id: string
+  readonly name: string
+  readonly url: string
+  readonly rules_severity: ReadonlyArray<string>
+  readonly rules_types: ReadonlyArray<string>
+  readonly mention: string | null
+  readonly status: "active" | "invalid"
+  readonly status_reason: string | null
+  readonly after_seq: string | number
+  readonly created_at: Date
+}
+
+export const webhookColumns = "id, org_id, url, secret, events, filter_monitor_ids, filter_severity, after_seq, created_at"
+export const chatColumns = "id, org_id, name, url, rules_severity, rules_types, mention, status, status_reason, after_seq, created_at"
+
+/** The tables of the destinations, and their rows. */
+export interface DestinationRows {
+  readonly webhooks: WebhookRow
+  readonly chat_webhooks: ChatWebhookRow
+}
+export type DestinationTable = keyof DestinationRows
+
+const columnsOf: Record<DestinationTable, string> = { webhooks: webhookColumns, chat_webhooks: chatColumns }
+
+/** A webhook row as its channel reads it. */
+export const webhookDestinationOf = (row: WebhookRow): WebhookDestination => ({
+  id: row.id,
+  url: row.url,
+  secret: row.secret,
+  events: row.events,
+  filterMonitorIds: row.filter_monitor_ids,
+  filterSeverity: row.filter_severity
+})
+
+/** A chat webhook row as its channel reads it. */
+export const chatDestinationOf = (row: ChatWebhookRow): ChatDestination => ({
+  id: row.id,
+  name: row.name,
+  url: row.url,
+  rulesSeverity: row.rules_severity,
+  rulesTypes: row.rules_types,
+  mention: row.mention
+})
+
+export interface NewWebhook {
+  readonly orgId: string
+  readonly url: string
+  readonly secret: string
+  readonly events: ReadonlyArray<string>
+  readonly filterMonitorIds: ReadonlyArray<string>
+  readonly filterSeverity: ReadonlyArray<string>
+  readonly now: Date
+}
+
+export interface WebhookChange {
+  readonly url: string
+  readonly events: ReadonlyArray<string>
+  readonly filterMonitorIds: ReadonlyArray<string>
+  readonly filterSeverity: ReadonlyArray<string>
+  /** It starts subscribing to ping.received: pings from now on, not those recorded for others before. */
+  readonly pingsFromNow: boolean
+  readonly now: Date
+}
+
+export interface NewChatWebhook {
+  readonly orgId: string
+  readonly name: string
+  readonly url: string
+  readonly rulesSeverity: ReadonlyArray<string>
+  readonly rulesTypes: ReadonlyArray<string>
+  readonly mention: string | null
+  readonly now: Date
+}
+
+export interface ChatWebhookChange {
+  readonly name: string
+  readonly url: string
+  readonly rulesSeverity: ReadonlyArray<string>
+  readonly rulesTypes: ReadonlyArray<string>
+  readonly mention: string | null
+  readonly status: "active" | "invalid"
+  readonly statusReason: string | null
+  readonly now: Date
+}
+
+export class DestinationsRepo extends Effect.Service<DestinationsRepo>()("jobmon/DestinationsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const find = <T extends DestinationTable>(table: T, orgId: string, id: string) =>
+      Effect.map(
+        sql<DestinationRows[T]>`
+          select ${sql.literal(columnsOf[table])} from ${sql.literal(table)}
+          where id = ${id} and org_id = ${orgId} and deleted_at is null`,
+        (rows) => rows[0]
+      ).pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.find"))
+
+    const list = <T extends DestinationTable>(table: T, orgId: string) =>
+      sql<DestinationRows[T]>`
+        select ${sql.literal(columnsOf[table])} from ${sql.literal(table)}
+        where org_id = ${orgId} and deleted_at is null
+        order by created_at, id`.pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.list"))
+
+    /**
+     * How many live ones the organization has, with its row locked until the transaction ends (FOR
+     * NO KEY UPDATE: creates of one organization take turns; foreign-key checks elsewhere are not
+     * blocked). Run inside the create's transaction.
+     */
+    const countLiveLocked = (table: DestinationTable, orgId: string) =>
+      Effect.gen(function*() {
+        yield* sql`select 1 from organizations where id = ${orgId} for no key update`
+        const [row] = yield* sql<{ n: number }>`
+          select count(*)::int as n from ${sql.literal(table)} where org_id = ${orgId} and deleted_at is null`
+        return row!.n
+      }).pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.countLiveLocked"))
+
+    const softDelete = (table: DestinationTable, id: string, now: Date) =>
+      sql`update ${sql.literal(table)} set deleted_at = ${now} where id = ${id}`.pipe(Effect.orDie, Effect.asVoid, Effect.withSpan("DestinationsRepo.softDelete"))
+
+    /** Which of `ids` are monitors of the organization that are not deleted (lowercase). */
+    const liveMonitorsOf = (orgId: string, ids: ReadonlyArray<string>) =>
+      Effect.map(
+        sql<{ id: string }>`
+          select id from monitors
+          where org_id = ${orgId} and deleted_at is null and id = any(${[...new Set(ids)]}::uuid[])`,
+        (rows) => new Set(rows.map((r) => r.id.toLowerCase()))
+      ).pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.liveMonitorsOf"))
+
+    /** A new webhook receives the events (and pings) recorded after it. */
+    const insertWebhook = (w: NewWebhook) =>
+      Effect.map(
+        sql<WebhookRow>`
+          insert into webhooks (org_id, url, secret, events, filter_monitor_ids, filter_severity, after_seq, ping_seq, created_at, updated_at)
+          values (${w.orgId}, ${w.url}, ${w.secret}, ${w.events}::text[], ${w.filterMonitorIds}::uuid[], ${w.filterSeverity}::text[],
+            (select coalesce(max(seq), 0) from events), (select coalesce(max(seq), 0) from ping_events), ${w.now}, ${w.now})
+          returning ${sql.literal(webhookColumns)}`,
+        (rows) => rows[0]!
+      ).pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.insertWebhook"))
+
+    const updateWebhook = (id: string, c: WebhookChange) =>
+      Effect.map(
+        sql<WebhookRow>`
+          update webhooks set
+            url = ${c.url},
+            events = ${c.events}::text[],
+            filter_monitor_ids = ${c.filterMonitorIds}::uuid[],
+            filter_severity = ${c.filterSeverity}::text[],
+            ${c.pingsFromNow ? sql`ping_seq = (select coalesce(max(seq), 0) from ping_events),` : sql``}
+            updated_at = ${c.now}
+          where id = ${id}
+          returning ${sql.literal(webhookColumns)}`,
+        (rows) => rows[0]!
+      ).pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.updateWebhook"))
+
+    /** A new chat webhook receives the events recorded after it. */
+    const insertChat = (c: NewChatWebhook) =>
+      Effect.map(
+        sql<ChatWebhookRow>`
+          insert into chat_webhooks (org_id, name, url, rules_severity, rules_types, mention, after_seq, created_at, updated_at)
+          values (${c.orgId}, ${c.name}, ${c.url}, ${c.rulesSeverity}::text[], ${c.rulesTypes}::text[], ${c.mention},
+            (select coalesce(max(seq), 0) from events), ${c.now}, ${c.now})
+          returning ${sql.literal(chatColumns)}`,
+        (rows) => rows[0]!
+      ).pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.insertChat"))
+
+    const updateChat = (id: string, c: ChatWebhookChange) =>
+      Effect.map(
+        sql<ChatWebhookRow>`
+          update chat_webhooks set
+            name = ${c.name},
+            url = ${c.url},
+            rules_severity = ${c.rulesSeverity}::text[],
+            rules_types = ${c.rulesTypes}::text[],
+            mention = ${c.mention},
+            status = ${c.status},
+            status_reason = ${c.statusReason},
+            updated_at = ${c.now}
+          where id = ${id}
+          returning ${sql.literal(chatColumns)}`,
+        (rows) => rows[0]!
+      ).pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.updateChat"))
+
+    /** The live webhooks of these organizations (fan-out). */
+    const webhooksOf = (orgIds: ReadonlyArray<string>) =>
+      sql<WebhookRow>`
+        select ${sql.literal(webhookColumns)} from webhooks
+        where deleted_at is null and org_id in ${sql.in(orgIds)}`.pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.webhooksOf"))
+
+    /** The live, active chat webhooks of these organizations (fan-out). */
+    const activeChatsOf = (orgIds: ReadonlyArray<string>) =>
+      sql<ChatWebhookRow>`
+        select ${sql.literal(chatColumns)} from chat_webhooks
+        where deleted_at is null and status = 'active' and org_id in ${sql.in(orgIds)}`.pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.activeChatsOf"))
+
+    /** These webhooks, those not deleted (attempts). */
+    const liveWebhooks = (ids: ReadonlyArray<string>) =>
+      sql<WebhookRow>`
+        select ${sql.literal(webhookColumns)} from webhooks where id = any(${ids}::uuid[]) and deleted_at is null`.pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.liveWebhooks"))
+
+    return {
+      find,
+      list,
+      countLiveLocked,
+      softDelete,
+      liveMonitorsOf,
+      insertWebhook,
+      updateWebhook,
+      insertChat,
+      updateChat,
+      webhooksOf,
+      activeChatsOf,
+      liveWebhooks
+    } as const
+  })
+}) {}
