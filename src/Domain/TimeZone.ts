@@ -28,11 +28,11 @@
  * A repeated wall time takes its first pass under both rules.
  *
  * Zone data comes from the runtime's time-zone database through Intl (ICU),
- * which is exact at every instant but costs about 5 µs a call. Each zone's
- * transitions are therefore found once per span of 256 days (the offset sampled
- * daily, each change narrowed down to its second) and cached; after that every
- * function here is a few array reads: the incident engine computes the next
- * expected time of every cron monitor at start-up (docs/performance.md).
+ * which is exact at every instant but slow per call. Each zone's transitions
+ * are therefore found once per span of 256 days (the offset sampled daily, each
+ * change narrowed down to its second) and cached; after that every function
+ * here is a few array reads: the incident engine computes the next expected
+ * time of every cron monitor at start-up (figures in docs/performance.md).
  * Temporal's own transitions are not used: the temporal-polyfill copy inside
  * rrule-temporal 2.2.7 samples offsets 60 days apart and misses shorter DST
  * periods (Africa/Casablanca's Ramadan hour in 2018-2021, 2029-2032 and
@@ -170,6 +170,7 @@ const normaliseName = (name: string): string | undefined => {
 type Span = { readonly startOffset: number; readonly transitions: ReadonlyArray<Transition> }
 
 const NO_TRANSITIONS: ReadonlyArray<Transition> = []
+const NO_OFFSET_RANGE: readonly [number, number] = [0, 0]
 
 export class TimeZone {
   private readonly spans = new Map<number, Span>()
@@ -187,6 +188,7 @@ export class TimeZone {
    * an offset ("+05:30"). Zones are cached by name.
    */
   static of(name: string): TimeZone | undefined {
+    if (name === "UTC") return TimeZone.UTC // most schedules: no lookup
     if (typeof name !== "string") return undefined
     let zone = TimeZone.byName.get(name)
     if (zone === undefined) {
@@ -235,32 +237,11 @@ export class TimeZone {
 
   /** The offset at instant `t` (whole seconds), straight from the runtime's time-zone database. */
   private exactOffset(t: number): number {
-    let y = 0, mo = 1, d = 1, h = 0, mi = 0, s = 0
-    for (const p of this.formatter().formatToParts(t)) {
-      switch (p.type) {
-        case "year":
-          y = Number(p.value)
-          break
-        case "month":
-          mo = Number(p.value)
-          break
-        case "day":
-          d = Number(p.value)
-          break
-        case "hour":
-          h = Number(p.value)
-          break
-        case "minute":
-          mi = Number(p.value)
-          break
-        case "second":
-          s = Number(p.value)
-          break
-      }
-    }
+    const p: Partial<Record<Intl.DateTimeFormatPartTypes, number>> = {}
+    for (const part of this.formatter().formatToParts(t)) p[part.type] = Number(part.value)
     const wall = new Date(0)
-    wall.setUTCFullYear(y, mo - 1, d)
-    wall.setUTCHours(h === 24 ? 0 : h, mi, s, 0)
+    wall.setUTCFullYear(p.year!, p.month! - 1, p.day!)
+    wall.setUTCHours(p.hour! % 24, p.minute!, p.second!, 0)
     return wall.getTime() - Math.floor(t / SECOND) * SECOND
   }
 
@@ -304,6 +285,7 @@ export class TimeZone {
 
   /** Smallest and largest offsets in effect at some instant of [a, b]. */
   offsetRange(a: number, b: number): readonly [number, number] {
+    if (this.isUtc) return NO_OFFSET_RANGE
     let lo = this.offsetAt(a)
     let hi = lo
     for (const tr of this.transitionsIn(a, b)) {

@@ -14,14 +14,15 @@
  *    Each occurrence it yields is a naive local time ("naive ms": the wall
  *    clock encoded as epoch ms of UTC).
  * 2. This module maps each naive time to an instant in the window's IANA zone
- *    exactly as Temporal's `disambiguation: "compatible"` does:
+ *    (with src/Domain/TimeZone.ts, its "shift" rule for skipped times) exactly
+ *    as Temporal's `disambiguation: "compatible"` does:
  *    - a local time that exists once: that instant;
  *    - a local time inside a spring-forward gap: shifted forward by the length
  *      of the gap (NY 2026-03-08 02:30 -> 03:30 EDT = 07:30Z); it still counts
  *      toward COUNT;
  *    - a local time repeated by a fall-back overlap: its first (earlier) pass.
- *    The zone's transitions come from Temporal (`getTimeZoneTransition`) and
- *    are cached per zone and year, so a mapping is a few array reads.
+ *    The zone's transitions are cached by TimeZone, so a mapping is a few
+ *    array reads.
  * 3. UNTIL (always UTC) is compared with the mapped instant; starts before
  *    `dtstart` are dropped (they do not count toward COUNT); equal starts (a
  *    gap-shifted time landing on a real one) are one period.
@@ -59,7 +60,7 @@
  * when it is anchored earlier than `dtstart` (see build).
  *
  * Cost: parsing is O(length of the rule) plus one search for the first period.
- * Zone data is computed once per zone and year (a few Temporal calls). A
+ * Zone data is computed once per zone and span of time (TimeZone). A
  * compiled recurrence is cached (WeakMap per object, plus a 500-entry LRU keyed
  * by rrule, zone and dtstart, so a Recurrence rebuilt from a database row hits
  * too). Rules without COUNT are never replayed from DTSTART: rrule-temporal is

@@ -10,7 +10,8 @@
  *    pattern. It runs with `utcOffset: 0`, so it works on a plain calendar
  *    with no zone and no DST (its own DST handling is not used, see below).
  * 2. This module maps each naive local time to real instants in the
- *    schedule's IANA zone the way Vixie cron / cronie runs jobs:
+ *    schedule's IANA zone (the zone arithmetic is src/Domain/TimeZone.ts,
+ *    shared with maintenance windows) the way Vixie cron / cronie runs jobs:
  *    - a local time that exists once: that instant;
  *    - a local time skipped by a spring-forward gap: a *fixed-time* job runs at
  *      the first instant after the gap (02:30 -> 03:00 on a one-hour jump);
@@ -45,6 +46,7 @@ import { Either } from "effect"
 import { excerpt } from "../Domain/Text.js"
 import { chooseInstant, isValidTimeZone, TimeZone } from "../Domain/TimeZone.js"
 
+// Callers that validate a zone along with a schedule import it from here.
 export { isValidTimeZone }
 
 // ---------------------------------------------------------------------------
