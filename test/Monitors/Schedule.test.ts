@@ -603,6 +603,12 @@ describe("Schedule: validation", () => {
     }
   )
 
+  it("an alias written in another letter case is stored with the database's case, as maintenance windows store it", () => {
+    expect(cron("0 9 * * *", "asia/kolkata").timezone).toBe("Asia/Kolkata")
+    expect(cron("0 9 * * *", "EUROPE/KYIV").timezone).toBe("Europe/Kyiv")
+    expect(cron("0 9 * * *", "us/eastern").timezone).toBe("US/Eastern")
+  })
+
   it("validates the zone of an interval schedule too", () => {
     expect(invalid({ type: "interval", expression: "5m", timezone: "Mars/Base" }).field).toBe("timezone")
   })
