@@ -14,14 +14,15 @@
  *    Each occurrence it yields is a naive local time ("naive ms": the wall
  *    clock encoded as epoch ms of UTC).
  * 2. This module maps each naive time to an instant in the window's IANA zone
- *    exactly as Temporal's `disambiguation: "compatible"` does:
+ *    (with src/Domain/TimeZone.ts, its "shift" rule for skipped times) exactly
+ *    as Temporal's `disambiguation: "compatible"` does:
  *    - a local time that exists once: that instant;
  *    - a local time inside a spring-forward gap: shifted forward by the length
  *      of the gap (NY 2026-03-08 02:30 -> 03:30 EDT = 07:30Z); it still counts
  *      toward COUNT;
  *    - a local time repeated by a fall-back overlap: its first (earlier) pass.
- *    The zone's transitions come from Temporal (`getTimeZoneTransition`) and
- *    are cached per zone and year, so a mapping is a few array reads.
+ *    The zone's transitions are cached by TimeZone, so a mapping is a few
+ *    array reads.
  * 3. UNTIL (always UTC) is compared with the mapped instant; starts before
  *    `dtstart` are dropped (they do not count toward COUNT); equal starts (a
  *    gap-shifted time landing on a real one) are one period.
@@ -59,7 +60,7 @@
  * when it is anchored earlier than `dtstart` (see build).
  *
  * Cost: parsing is O(length of the rule) plus one search for the first period.
- * Zone data is computed once per zone and year (a few Temporal calls). A
+ * Zone data is computed once per zone and span of time (TimeZone). A
  * compiled recurrence is cached (WeakMap per object, plus a 500-entry LRU keyed
  * by rrule, zone and dtstart, so a Recurrence rebuilt from a database row hits
  * too). Rules without COUNT are never replayed from DTSTART: rrule-temporal is
@@ -73,9 +74,9 @@
  * COUNT=10000) and then every query is a binary search.
  */
 import { Either } from "effect"
-import { RRuleTemporal } from "rrule-temporal"
+import { RRuleTemporal, type TemporalZonedDateTime } from "rrule-temporal"
 import { excerpt } from "../Domain/Text.js"
-import { isValidTimeZone } from "../Monitors/Schedule.js"
+import { chooseInstant, TimeZone, type WallFields, wallFields } from "../Domain/TimeZone.js"
 
 // ---------------------------------------------------------------------------
 // Public types
@@ -383,38 +384,14 @@ const parseRuleText = (input: unknown): Either.Either<Rule, string> => {
   })
 }
 
-/** Local wall-clock fields of a naive time. */
-type Local = {
-  readonly year: number
-  readonly month: number
-  readonly day: number
-  readonly weekday: number
-  readonly hour: number
-  readonly minute: number
-  readonly second: number
-}
-
-const localOf = (naive: number): Local => {
-  const d = new Date(naive)
-  return {
-    year: d.getUTCFullYear(),
-    month: d.getUTCMonth() + 1,
-    day: d.getUTCDate(),
-    weekday: (d.getUTCDay() + 6) % 7, // Monday = 0
-    hour: d.getUTCHours(),
-    minute: d.getUTCMinutes(),
-    second: d.getUTCSeconds()
-  }
-}
-
 /** Makes explicit every value RFC 5545 takes from DTSTART (python-dateutil's rules). Idempotent. */
-const normaliseRule = (rule: Rule, dt: Local): Rule => {
+const normaliseRule = (rule: Rule, dt: WallFields): Rule => {
   const noDays = rule.byDay === undefined && rule.byMonthDay === undefined
   return {
     ...rule,
     byMinute: rule.byMinute ?? [dt.minute],
     byHour: rule.byHour ?? (rule.freq === "HOURLY" ? undefined : [dt.hour]),
-    byDay: rule.byDay ?? (rule.freq === "WEEKLY" ? [{ ordinal: 0, weekday: dt.weekday }] : undefined),
+    byDay: rule.byDay ?? (rule.freq === "WEEKLY" ? [{ ordinal: 0, weekday: dt.weekday - 1 }] : undefined),
     byMonthDay: rule.byMonthDay ?? ((rule.freq === "MONTHLY" || rule.freq === "YEARLY") && noDays ? [dt.day] : undefined),
     byMonth: rule.byMonth ?? (rule.freq === "YEARLY" && noDays ? [dt.month] : undefined)
   }
@@ -447,128 +424,8 @@ const formatRule = (rule: Rule, withBounds: boolean): string => {
 }
 
 // ---------------------------------------------------------------------------
-// Temporal (the implementation rrule-temporal itself uses)
+// Naive local times to instants
 // ---------------------------------------------------------------------------
-
-// rrule-temporal uses the runtime's Temporal when there is one and otherwise a
-// bundled copy of temporal-polyfill that it does not export. Its occurrences
-// are ZonedDateTime objects of that implementation, so the constructor is
-// taken from one of them: the same Temporal, without a second polyfill.
-type ZonedDateTime = NonNullable<ReturnType<RRuleTemporal["next"]>>
-type ZonedDateTimeConstructor = new (epochNanoseconds: bigint, timeZone: string) => ZonedDateTime
-
-let zonedDateTimeConstructor: ZonedDateTimeConstructor | undefined
-
-const zonedDateTime = (epochMs: number, timeZone: string): ZonedDateTime => {
-  if (zonedDateTimeConstructor === undefined) {
-    const seed = new RRuleTemporal({ rruleString: "DTSTART;TZID=UTC:20000101T000000\nRRULE:FREQ=DAILY;COUNT=1" }).next(
-      new Date(Date.UTC(1999, 11, 31)),
-      true
-    )
-    if (seed === null) throw new Error("rrule-temporal produced no occurrence for a trivial rule")
-    zonedDateTimeConstructor = seed.constructor as ZonedDateTimeConstructor
-  }
-  return new zonedDateTimeConstructor(BigInt(epochMs) * 1_000_000n, timeZone)
-}
-
-// ---------------------------------------------------------------------------
-// Zones: offsets and transitions, cached per zone and year
-// ---------------------------------------------------------------------------
-
-type Transition = { readonly at: number; readonly before: number; readonly after: number }
-type ZoneYear = { readonly startOffset: number; readonly transitions: ReadonlyArray<Transition> }
-
-const yearStart = (year: number): number => {
-  const d = new Date(0)
-  d.setUTCFullYear(year, 0, 1)
-  return d.getTime()
-}
-
-class Zone {
-  private readonly years = new Map<number, ZoneYear>()
-  constructor(readonly id: string) {}
-
-  private year(year: number): ZoneYear {
-    let zy = this.years.get(year)
-    if (zy === undefined) {
-      // Transitions in [start of year, start of next year); the offset just before.
-      const end = yearStart(year + 1)
-      let cursor = zonedDateTime(yearStart(year) - 1, this.id)
-      const startOffset = cursor.offsetNanoseconds / 1e6
-      let offset = startOffset
-      const transitions: Array<Transition> = []
-      for (let i = 0; i < 24; i++) {
-        const next = cursor.getTimeZoneTransition("next")
-        if (next === null || next.epochMilliseconds >= end) break
-        const after = next.offsetNanoseconds / 1e6
-        if (after !== offset) transitions.push({ at: next.epochMilliseconds, before: offset, after })
-        offset = after
-        cursor = next
-      }
-      zy = { startOffset, transitions }
-      if (this.years.size > 400) this.years.clear()
-      this.years.set(year, zy)
-    }
-    return zy
-  }
-
-  /** Offset in effect at instant `t` (local = t + offset). */
-  offsetAt(t: number): number {
-    const zy = this.year(new Date(t).getUTCFullYear())
-    let o = zy.startOffset
-    for (const tr of zy.transitions) {
-      if (tr.at > t) break
-      o = tr.after
-    }
-    return o
-  }
-
-  /** Transitions with `a < at <= b`, ascending. */
-  transitionsIn(a: number, b: number): ReadonlyArray<Transition> {
-    const y0 = new Date(a).getUTCFullYear()
-    const y1 = new Date(b).getUTCFullYear()
-    const out: Array<Transition> = []
-    for (let y = y0; y <= y1; y++) {
-      for (const tr of this.year(y).transitions) if (tr.at > a && tr.at <= b) out.push(tr)
-    }
-    return out
-  }
-
-  /** Smallest and largest offsets in effect at some instant of [a, b]. */
-  offsetRange(a: number, b: number): readonly [number, number] {
-    let lo = this.offsetAt(a)
-    let hi = lo
-    for (const tr of this.transitionsIn(a, b)) {
-      lo = Math.min(lo, tr.after)
-      hi = Math.max(hi, tr.after)
-    }
-    return [lo, hi]
-  }
-}
-
-const zones = new Map<string, Zone>()
-
-/** The zone's Temporal identifier (letter case fixed, aliases kept), or undefined when unknown. */
-const canonicalZoneId = (tz: string): string | undefined => {
-  if (!isValidTimeZone(tz)) return undefined
-  try {
-    return zonedDateTime(0, tz).timeZoneId
-  } catch {
-    return undefined
-  }
-}
-
-const zoneFor = (tz: string): Zone | undefined => {
-  let z = zones.get(tz)
-  if (z === undefined) {
-    const id = canonicalZoneId(tz)
-    if (id === undefined) return undefined
-    z = new Zone(id)
-    if (zones.size > 1000) zones.clear()
-    zones.set(tz, z)
-  }
-  return z
-}
 
 /**
  * A naive local time mapped to an instant with Temporal's "compatible"
@@ -585,24 +442,9 @@ const zoneFor = (tz: string): Zone | undefined => {
  */
 type Mapped = { readonly instant: number; readonly gapAt: number | undefined; readonly shadowOf: number | undefined }
 
-const mapLocal = (zone: Zone, naive: number): Mapped => {
-  // Offsets are within ±1 day and transitions months apart, so the transitions
-  // 2 days either side decide. Per transition, a naive time below
-  // at + max(before, after) still uses `before`: a gap time is then shifted
-  // forward by the gap length, and a repeated time takes its first pass.
-  let offset = zone.offsetAt(naive - 2 * DAY)
-  let gapAt: number | undefined
-  let shadowOf: number | undefined
-  for (const tr of zone.transitionsIn(naive - 2 * DAY, naive + 2 * DAY)) {
-    if (naive >= tr.at + Math.max(tr.before, tr.after)) offset = tr.after
-    if (tr.after > tr.before) {
-      const gapStart = tr.at + tr.before
-      const gapEnd = tr.at + tr.after
-      if (naive >= gapStart && naive < gapEnd) gapAt = tr.at
-      if (naive >= gapEnd && naive < gapEnd + (tr.after - tr.before)) shadowOf = gapStart
-    }
-  }
-  return { instant: naive - offset, gapAt, shadowOf }
+const mapLocal = (zone: TimeZone, naive: number): Mapped => {
+  const r = zone.resolve(naive)
+  return { instant: chooseInstant(r, "shift"), gapAt: r.gap?.at, shadowOf: r.followsGap?.start }
 }
 
 // ---------------------------------------------------------------------------
@@ -618,7 +460,7 @@ class FloatingRule {
   constructor(private readonly lib: RRuleTemporal, readonly chunkMs: number, readonly firstNaive: number) {}
 
   static make(rule: Rule, dtstartNaive: number): FloatingRule | undefined {
-    const d = localOf(dtstartNaive)
+    const d = wallFields(dtstartNaive)
     // The seconds are DTSTART's: with BYSECOND absent, every occurrence keeps them (RFC 5545).
     const dtstart = `${pad(d.year, 4)}${pad(d.month)}${pad(d.day)}T${pad(d.hour)}${pad(d.minute)}${pad(d.second)}`
     try {
@@ -656,7 +498,7 @@ class FloatingRule {
     return chunk
   }
 
-  private query(f: () => ZonedDateTime | null): number | null {
+  private query(f: () => TemporalZonedDateTime | null): number | null {
     try {
       return f()?.epochMilliseconds ?? null
     } catch {
@@ -744,7 +586,7 @@ interface Starts {
 
 type Compiled = {
   readonly rule: Rule
-  readonly zone: Zone
+  readonly zone: TimeZone
   readonly dtstart: number
   readonly starts: Starts
   /** The same starts without COUNT: finds the first one without expanding a COUNT rule. */
@@ -758,7 +600,7 @@ const MAX_SCAN = 50_000
 class OpenStarts implements Starts {
   constructor(
     private readonly floating: FloatingRule,
-    private readonly zone: Zone,
+    private readonly zone: TimeZone,
     private readonly dtstart: number,
     private readonly until: number | undefined
   ) {}
@@ -840,7 +682,7 @@ class CountedStarts implements Starts {
   private all: Float64Array | undefined
   constructor(
     private readonly floating: FloatingRule,
-    private readonly zone: Zone,
+    private readonly zone: TimeZone,
     private readonly dtstart: number,
     private readonly count: number
   ) {}
@@ -887,7 +729,7 @@ const build = (rruleText: string, timezone: string, start: number): Either.Eithe
   if (typeof timezone !== "string") {
     return Either.left({ field: "timezone", message: `The time zone must be a string holding an IANA name such as "Europe/London" or "UTC".` })
   }
-  const zone = zoneFor(timezone.trim())
+  const zone = TimeZone.of(timezone.trim())
   if (zone === undefined) {
     return Either.left({
       field: "timezone",
@@ -900,8 +742,8 @@ const build = (rruleText: string, timezone: string, start: number): Either.Eithe
     return Either.left({ field: "start", message: `The start must be a date-time between 1970-01-01 and 2199-12-31 (UTC).` })
   }
   const dtstart = floorSecond(start)
-  const dtstartNaive = dtstart + zone.offsetAt(dtstart)
-  const rule = normaliseRule(parsed.right, localOf(dtstartNaive))
+  const dtstartNaive = zone.toWallTime(dtstart)
+  const rule = normaliseRule(parsed.right, wallFields(dtstartNaive))
   if (rule.until !== undefined && rule.until < dtstart) {
     return Either.left({
       field: "rrule",
@@ -916,11 +758,10 @@ const build = (rruleText: string, timezone: string, start: number): Either.Eithe
   // before DTSTART's hour/day/week/month/year so the INTERVAL phase does not
   // move, and what it adds before dtstart is dropped (and not counted).
   let firstNaive = dtstartNaive
-  for (const tr of zone.transitionsIn(dtstart - 2 * DAY, dtstart)) {
-    const gapLength = tr.after - tr.before
-    if (gapLength > 0 && dtstart < tr.at + gapLength) {
-      firstNaive = Math.min(firstNaive, phaseAlignedAnchor(rule, dtstartNaive, dtstart + tr.before))
-    }
+  const gap = zone.resolve(dtstartNaive).followsGap
+  if (gap !== undefined) {
+    // The local time in the gap that is shifted onto dtstart.
+    firstNaive = Math.min(firstNaive, phaseAlignedAnchor(rule, dtstartNaive, dtstartNaive - (gap.end - gap.start)))
   }
   // An earlier anchor is the start of an hour/day/…: give it DTSTART's seconds, which every
   // occurrence takes from the library's DTSTART. It stays within the same minute, before any

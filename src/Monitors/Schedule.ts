@@ -10,7 +10,8 @@
  *    pattern. It runs with `utcOffset: 0`, so it works on a plain calendar
  *    with no zone and no DST (its own DST handling is not used, see below).
  * 2. This module maps each naive local time to real instants in the
- *    schedule's IANA zone the way Vixie cron / cronie runs jobs:
+ *    schedule's IANA zone (the zone arithmetic is src/Domain/TimeZone.ts,
+ *    shared with maintenance windows) the way Vixie cron / cronie runs jobs:
  *    - a local time that exists once: that instant;
  *    - a local time skipped by a spring-forward gap: a *fixed-time* job runs at
  *      the first instant after the gap (02:30 -> 03:00 on a one-hour jump);
@@ -43,6 +44,10 @@
 import { Cron } from "croner"
 import { Either } from "effect"
 import { excerpt } from "../Domain/Text.js"
+import { chooseInstant, isValidTimeZone, TimeZone } from "../Domain/TimeZone.js"
+
+// Callers that validate a zone along with a schedule import it from here.
+export { isValidTimeZone }
 
 // ---------------------------------------------------------------------------
 // Public types
@@ -88,140 +93,6 @@ const DAY = 86_400_000
 
 const CRON_EXAMPLE = `e.g. "*/5 * * * *" (every 5 minutes) or "30 2 * * *" (02:30 every day)`
 const INTERVAL_EXAMPLE = `e.g. "30s", "5m", "1h", "1d", "2w" or "1h30m"`
-
-// ---------------------------------------------------------------------------
-// Time zones
-// ---------------------------------------------------------------------------
-
-const formatterCache = new Map<string, Intl.DateTimeFormat>()
-
-const formatterFor = (tz: string): Intl.DateTimeFormat => {
-  let f = formatterCache.get(tz)
-  if (f === undefined) {
-    f = new Intl.DateTimeFormat("en-US", {
-      timeZone: tz,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric"
-    })
-    if (formatterCache.size > 500) formatterCache.clear()
-    formatterCache.set(tz, f)
-  }
-  return f
-}
-
-// IANA names: letters first, then letters, digits, "_", "-", "+", "/".
-// Rejects offsets such as "+05:30" even where the runtime would accept them.
-const TZ_SHAPE = /^[A-Za-z][A-Za-z0-9_+\-/]*$/
-
-const resolveTimeZone = (tz: string): string | undefined => {
-  if (tz.length === 0 || tz.length > 64 || !TZ_SHAPE.test(tz)) return undefined
-  try {
-    return formatterFor(tz).resolvedOptions().timeZone
-  } catch {
-    return undefined
-  }
-}
-
-/** True when `tz` is an IANA time zone name the runtime knows (e.g. "Europe/London", "UTC"). */
-export const isValidTimeZone = (tz: string): boolean => typeof tz === "string" && resolveTimeZone(tz) !== undefined
-
-/**
- * The name to store: the user's spelling, with the letter case the runtime
- * uses when the runtime knows the zone under that same name. Aliases keep the
- * user's choice: ICU would turn "Asia/Kolkata" into "Asia/Calcutta" and
- * "Europe/Kyiv" into "Europe/Kiev", which surprises users.
- */
-const normaliseTimeZone = (tz: string): string | undefined => {
-  const resolved = resolveTimeZone(tz)
-  if (resolved === undefined) return undefined
-  return resolved.toLowerCase() === tz.toLowerCase() ? resolved : tz
-}
-
-/** Offset of `tz` at instant `t`, in ms: local wall clock = t + offset. */
-const offsetAt = (tz: string, t: number): number => {
-  if (tz === "UTC") return 0
-  const parts = formatterFor(tz).formatToParts(t)
-  let y = 0, mo = 1, d = 1, h = 0, mi = 0, s = 0
-  for (const p of parts) {
-    switch (p.type) {
-      case "year":
-        y = Number(p.value)
-        break
-      case "month":
-        mo = Number(p.value)
-        break
-      case "day":
-        d = Number(p.value)
-        break
-      case "hour":
-        h = Number(p.value)
-        break
-      case "minute":
-        mi = Number(p.value)
-        break
-      case "second":
-        s = Number(p.value)
-        break
-    }
-  }
-  const wall = new Date(0)
-  wall.setUTCFullYear(y, mo - 1, d)
-  wall.setUTCHours(h === 24 ? 0 : h, mi, s, 0)
-  return wall.getTime() - Math.floor(t / SECOND) * SECOND
-}
-
-/**
- * The instants whose local wall clock in `tz` reads `naive` (a wall-clock time
- * encoded as if it were UTC). Zero (gap), one, or two (overlap) instants,
- * ascending. For a gap, also the first instant after it.
- */
-type LocalResolution =
-  | { readonly _tag: "Instants"; readonly instants: ReadonlyArray<number> }
-  | { readonly _tag: "Gap"; readonly afterGap: number; readonly lengthMs: number }
-
-const resolveLocal = (tz: string, naive: number): LocalResolution => {
-  if (tz === "UTC") return { _tag: "Instants", instants: [naive] }
-  const before = offsetAt(tz, naive - DAY)
-  const after = offsetAt(tz, naive + DAY)
-  const instants: Array<number> = []
-  for (const o of before === after ? [before] : [before, after]) {
-    const t = naive - o
-    if (offsetAt(tz, t) === o && !instants.includes(t)) instants.push(t)
-  }
-  if (instants.length > 0) {
-    instants.sort((a, b) => a - b)
-    return { _tag: "Instants", instants }
-  }
-  // Gap: the wall clock jumped over `naive`. Find the transition instant, the
-  // first instant whose offset is no longer `before`.
-  let lo = Math.floor((naive - Math.max(before, after)) / SECOND) * SECOND - SECOND
-  let hi = Math.ceil((naive - Math.min(before, after)) / SECOND) * SECOND + SECOND
-  const startOffset = offsetAt(tz, lo)
-  while (hi - lo > SECOND) {
-    const mid = lo + Math.floor((hi - lo) / 2 / SECOND) * SECOND
-    if (offsetAt(tz, mid) === startOffset) lo = mid
-    else hi = mid
-  }
-  return { _tag: "Gap", afterGap: hi, lengthMs: Math.abs(after - before) }
-}
-
-/** Largest offset difference around `t` (0 when no transition is within ±2 days). */
-const offsetSpread = (tz: string, t: number): number => {
-  if (tz === "UTC") return 0
-  const offsets = [
-    offsetAt(tz, t - 2 * DAY),
-    offsetAt(tz, t - DAY),
-    offsetAt(tz, t),
-    offsetAt(tz, t + DAY),
-    offsetAt(tz, t + 2 * DAY)
-  ]
-  return Math.max(...offsets) - Math.min(...offsets)
-}
 
 // ---------------------------------------------------------------------------
 // Intervals
@@ -481,29 +352,38 @@ const CLOCK_SET_MIN_GAP_MS = 3 * HOUR
 const CLOCK_SET_MIN_OVERLAP_MS = 3 * HOUR + 2 * MINUTE
 
 /** The instants at which a job matching naive local time `naive` is expected. */
-const expectedInstants = (tz: string, compiled: CompiledCron, naive: number): ReadonlyArray<number> => {
-  const r = resolveLocal(tz, naive)
-  if (r._tag === "Gap") {
-    if (r.lengthMs >= CLOCK_SET_MIN_GAP_MS) return []
-    if (r.lengthMs <= LATE_WAKEUP_MAX_GAP_MS) return [r.afterGap]
-    return compiled.wildcard ? [] : [r.afterGap]
+const expectedInstants = (zone: TimeZone, compiled: CompiledCron, naive: number): ReadonlyArray<number> => {
+  const r = zone.resolve(naive)
+  if (r.gap !== undefined) {
+    const length = r.gap.end - r.gap.start
+    if (length >= CLOCK_SET_MIN_GAP_MS) return []
+    // A fixed-time job skipped by the gap runs as soon as the clock has jumped.
+    const atGapEnd = chooseInstant(r, "gapEnd")
+    if (length <= LATE_WAKEUP_MAX_GAP_MS) return [atGapEnd]
+    return compiled.wildcard ? [] : [atGapEnd]
   }
   if (r.instants.length < 2 || compiled.wildcard) return r.instants
   const overlap = r.instants[r.instants.length - 1]! - r.instants[0]!
   return overlap >= CLOCK_SET_MIN_OVERLAP_MS ? r.instants : r.instants.slice(0, 1)
 }
 
+/** Largest offset difference within two days of `t`. */
+const offsetSpread = (zone: TimeZone, t: number): number => {
+  const [lo, hi] = zone.offsetRange(t - 2 * DAY, t + 2 * DAY)
+  return hi - lo
+}
+
 const MAX_STEPS = 10_000
 
-const cronNext = (tz: string, compiled: CompiledCron, after: number): number | undefined => {
+const cronNext = (zone: TimeZone, compiled: CompiledCron, after: number): number | undefined => {
   // Every naive time <= localOf(after) - spread maps only to instants <= after.
-  let cursor = after + offsetAt(tz, after) - offsetSpread(tz, after)
+  let cursor = zone.toWallTime(after) - offsetSpread(zone, after)
   let best: number | undefined
   for (let i = 0; i < MAX_STEPS; i++) {
     const naive = naiveNext(compiled.cron, cursor)
     if (naive === undefined) break
     cursor = naive
-    const instants = expectedInstants(tz, compiled, naive)
+    const instants = expectedInstants(zone, compiled, naive)
     if (instants.length === 0) continue
     for (const t of instants) {
       if (t > after && (best === undefined || t < best)) best = t
@@ -514,15 +394,15 @@ const cronNext = (tz: string, compiled: CompiledCron, after: number): number | u
   return best
 }
 
-const cronPrevious = (tz: string, compiled: CompiledCron, at: number): number | undefined => {
+const cronPrevious = (zone: TimeZone, compiled: CompiledCron, at: number): number | undefined => {
   // Every naive time > localOf(at) + spread maps only to instants > at.
-  let cursor: number | undefined = at + offsetAt(tz, at) + offsetSpread(tz, at)
+  let cursor: number | undefined = zone.toWallTime(at) + offsetSpread(zone, at)
   let best: number | undefined
   for (let i = 0; i < MAX_STEPS && cursor !== undefined; i++) {
     const naive = naiveLatestAtOrBefore(compiled.cron, cursor)
     if (naive === undefined) break
     cursor = naive - 1
-    const instants = expectedInstants(tz, compiled, naive)
+    const instants = expectedInstants(zone, compiled, naive)
     if (instants.length === 0) continue
     for (const t of instants) {
       if (t <= at && (best === undefined || t > best)) best = t
@@ -562,7 +442,7 @@ const validateTimeZone = (tzRaw: unknown): Either.Either<string, ScheduleError> 
     })
   }
   const trimmed = tzRaw.trim()
-  const normalised = normaliseTimeZone(trimmed)
+  const normalised = TimeZone.of(trimmed)?.id
   if (normalised === undefined) {
     return Either.left({
       field: "timezone",
@@ -648,8 +528,9 @@ export const nextOccurrence = (schedule: Schedule, after: number): number | unde
       return ms === undefined ? undefined : after + ms
     }
     const compiled = compile(schedule.expression)
-    if (compiled === undefined) return undefined
-    return cronNext(schedule.timezone, compiled, after)
+    const zone = TimeZone.of(schedule.timezone)
+    if (compiled === undefined || zone === undefined) return undefined
+    return cronNext(zone, compiled, after)
   } catch {
     return undefined
   }
@@ -663,8 +544,9 @@ export const previousOccurrence = (schedule: Schedule, at: number): number | und
   if (!Number.isFinite(at) || schedule.type !== "cron") return undefined
   try {
     const compiled = compile(schedule.expression)
-    if (compiled === undefined) return undefined
-    return cronPrevious(schedule.timezone, compiled, at)
+    const zone = TimeZone.of(schedule.timezone)
+    if (compiled === undefined || zone === undefined) return undefined
+    return cronPrevious(zone, compiled, at)
   } catch {
     return undefined
   }

@@ -379,6 +379,28 @@ describe("Rrule: DST, RFC 5545 §3.3.5 (a start in a gap moves forward by the ga
   })
 })
 
+describe("Rrule: DST periods shorter than two months are followed too", () => {
+  // Africa/Casablanca is +01 except in Ramadan: 2029-01-14T02:00Z 03:00 +01 -> 02:00 +00,
+  // 2029-02-18T02:00Z 02:00 +00 -> 03:00 +01. Pacific/Fiji kept DST from 2020-12-20
+  // (2020-12-19T14:00Z, +12 -> +13) to 2021-01-17 (2021-01-16T14:00Z). rrule-temporal's
+  // bundled Temporal does not see either period.
+  it("a daily 12:00 window in Casablanca moves to 12:00Z for Ramadan and back to 11:00Z after it", () => {
+    const r = rec("FREQ=DAILY;BYHOUR=12;BYMINUTE=0", "Africa/Casablanca", "2029-01-01T00:00:00Z")
+    expect(starts(r, "2029-01-12T00:00:00Z", 4)).toEqual([
+      "2029-01-12T11:00:00Z",
+      "2029-01-13T11:00:00Z",
+      "2029-01-14T12:00:00Z",
+      "2029-01-15T12:00:00Z"
+    ])
+    expect(starts(r, "2029-02-16T00:00:00Z", 3)).toEqual(["2029-02-16T12:00:00Z", "2029-02-17T12:00:00Z", "2029-02-18T11:00:00Z"])
+  })
+
+  it("a daily 12:00 window in Fiji is at 23:00Z the day before during the 2020-21 summer time", () => {
+    const r = rec("FREQ=DAILY;BYHOUR=12;BYMINUTE=0", "Pacific/Fiji", "2020-12-01T00:00:00Z")
+    expect(starts(r, "2020-12-18T00:00:00Z", 3)).toEqual(["2020-12-18T00:00:00Z", "2020-12-19T00:00:00Z", "2020-12-19T23:00:00Z"])
+  })
+})
+
 describe("Rrule: monthly, weekly, hourly and yearly rules", () => {
   it("every start in a gap, or just after one, still costs little (searching both ways)", () => {
     // New York: second Sunday of March at 02:30 (always in the gap) and at 03:15 (always in the hour after it)

@@ -182,6 +182,19 @@ describe("Schedule: spring forward, a daily job at a time inside the gap is expe
   })
 })
 
+describe("Schedule: DST periods shorter than two months are followed too", () => {
+  it("a daily 12:00 job in Casablanca runs at 12:00Z during Ramadan (2029-01-14T02:00Z +01 -> +00, 2029-02-18T02:00Z back)", () => {
+    const s = cron("0 12 * * *", "Africa/Casablanca")
+    expect(next(s, "2029-01-12T00:00:00Z", 4)).toEqual([
+      "2029-01-12T11:00:00Z",
+      "2029-01-13T11:00:00Z",
+      "2029-01-14T12:00:00Z",
+      "2029-01-15T12:00:00Z"
+    ])
+    expect(next(s, "2029-02-16T00:00:00Z", 3)).toEqual(["2029-02-16T12:00:00Z", "2029-02-17T12:00:00Z", "2029-02-18T11:00:00Z"])
+  })
+})
+
 describe("Schedule: fall back, a daily job at a repeated time is expected once, at its first pass", () => {
   const cases = [
     // NY: 01:30 EDT = 05:30Z (first pass); 01:30 EST = 06:30Z is NOT expected that day.
@@ -589,6 +602,12 @@ describe("Schedule: validation", () => {
       expect(e.message).toMatch(/IANA/)
     }
   )
+
+  it("an alias written in another letter case is stored with the database's case, as maintenance windows store it", () => {
+    expect(cron("0 9 * * *", "asia/kolkata").timezone).toBe("Asia/Kolkata")
+    expect(cron("0 9 * * *", "EUROPE/KYIV").timezone).toBe("Europe/Kyiv")
+    expect(cron("0 9 * * *", "us/eastern").timezone).toBe("US/Eastern")
+  })
 
   it("validates the zone of an interval schedule too", () => {
     expect(invalid({ type: "interval", expression: "5m", timezone: "Mars/Base" }).field).toBe("timezone")
