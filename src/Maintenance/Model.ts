@@ -1,7 +1,7 @@
 import { Either } from "effect"
 import { INSTANT_RANGE_TEXT, inInstantRange } from "../Domain/Instant.js"
 import { excerpt } from "../Domain/Text.js"
-import { isValidTimeZone } from "../Monitors/Schedule.js"
+import { isValidTimeZone } from "../Domain/TimeZone.js"
 import type { Notifications, NotificationsInput } from "./Api.js"
 import { activePeriod, nextPeriods, parseRecurrence, type Recurrence } from "./Rrule.js"
 

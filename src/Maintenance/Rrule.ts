@@ -6,7 +6,7 @@
  * clock. Every instant is passed in as epoch milliseconds. See
  * docs/maintenance-recurrence.md for the rules users see.
  *
- * How periods are computed (decisions §14, RFC 5545 §3.3.5):
+ * How periods are computed (docs/decisions.md#time, RFC 5545 §3.3.5):
  *
  * 1. rrule-temporal expands the rule on a *floating* wall clock: DTSTART is
  *    the local wall time of `dtstart` written as if it were UTC (TZID=UTC), so
@@ -37,11 +37,11 @@
  *      03:30 on every following day;
  *    - BYMONTHDAY=32 (and 0) is accepted even with `strict: true`, so every
  *      range is validated here;
- *    - COUNT-bound queries past the last occurrence are very slow (about 50 ms
- *      for previous() and about 1 s for next() with COUNT=10000, FREQ=HOURLY),
- *      so COUNT rules are expanded once and then searched here;
+ *    - COUNT-bound queries past the last occurrence are very slow
+ *      (docs/performance.md#figures-behind-code-comments), so COUNT rules are
+ *      expanded once and then searched here;
  *    - impossible rules (BYMONTH=2;BYMONTHDAY=30) throw "Maximum iterations"
- *      after 50-300 ms, so the obvious ones are rejected before it is asked.
+ *      only after a long search, so the obvious ones are rejected before it is asked.
  *
  * Normalisation (the stored `rrule`): keys upper-case in a fixed order, lists
  * sorted without duplicates, INTERVAL=1 and WKST=MO dropped, and every value
@@ -66,12 +66,11 @@
  * too). Rules without COUNT are never replayed from DTSTART: rrule-temporal is
  * asked for fixed naive-time chunks (about 64 occurrences each, cached, 64 per
  * rule) around the instant in question, and jumps over empty stretches with
- * next()/previous(). activePeriod costs, cold, one or two chunks (tens of
- * microseconds for daily rules, about 1-2 ms for dense hourly rules), and warm
+ * next()/previous(). activePeriod costs, cold, one or two chunks, and warm
  * O(1): the answer is memoised together with the interval [latest start,
  * next start) on which it stays the same. COUNT rules (COUNT <= 10,000) are
- * expanded once per process into a sorted array (at most a few hundred ms for
- * COUNT=10000) and then every query is a binary search.
+ * expanded once per process into a sorted array and then every query is a
+ * binary search (costs: docs/performance.md#figures-behind-code-comments).
  */
 import { Either } from "effect"
 import { RRuleTemporal, type TemporalZonedDateTime } from "rrule-temporal"
