@@ -187,9 +187,3 @@ export class UsersApi extends HttpApiGroup.make("users")
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Users")
 {}
-
-/**
- * @deprecated moved to src/Domain/Schemas.ts: import it from there. Kept only for src/Delivery/Api.ts
- * and src/Maintenance/Api.ts until their owners do.
- */
-export { IsoTimestamp }

@@ -1,13 +1,16 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication, IsoTimestamp } from "../Auth/Api.js"
-import { Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
+import { Authentication } from "../Auth/Api.js"
+import { BadGateway, Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
+import { allOptional, IsoTimestamp, PageLimitParam } from "../Domain/Schemas.js"
 import { EventTypes } from "../Events/Events.js"
-import { IntFromQuery } from "../Monitors/Api.js"
+
+/**
+ * Outbound webhooks and chat alert webhooks (docs/decisions.md#delivery, docs/delivery.md).
+ */
 
 /** Event kinds a webhook may select: the events table's kinds plus the test delivery's. */
-export const WebhookEventKinds = [...EventTypes, "webhook.test"] as const
-export type WebhookEventKind = (typeof WebhookEventKinds)[number]
+const WebhookEventKinds = [...EventTypes, "webhook.test"] as const
 
 const Filters = Schema.Struct({
   monitorIds: Schema.Array(Schema.String).annotations({ description: "empty: every monitor" }),
@@ -46,11 +49,8 @@ export const CreateWebhookRequest = Schema.Struct({
 })
 export type CreateWebhookRequest = typeof CreateWebhookRequest.Type
 
-export const UpdateWebhookRequest = Schema.Struct({
-  url: Schema.optional(Schema.String),
-  events: Schema.optional(Schema.Array(Schema.Literal(...WebhookEventKinds))),
-  filters: Schema.optional(FiltersInput)
-})
+/** PATCH: the create request's fields, every one optional, except `secret`, which no PATCH changes. */
+export const UpdateWebhookRequest = Schema.Struct(allOptional(CreateWebhookRequest.omit("secret").fields))
 export type UpdateWebhookRequest = typeof UpdateWebhookRequest.Type
 
 export const Delivery = Schema.Struct({
@@ -116,9 +116,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("deliveries", "/api/webhooks/:webhookId/deliveries")
       .setPath(WebhookIdPath)
-      .setUrlParams(Schema.Struct({
-        limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 500))).annotations({ description: "1 to 500, default 100" })
-      }))
+      .setUrlParams(Schema.Struct({ limit: PageLimitParam }))
       .addSuccess(Schema.Struct({ deliveries: Schema.Array(Delivery) }))
       .addError(NotFound)
       .addError(ValidationError)
@@ -128,13 +126,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .annotate(OpenApi.Title, "Outbound webhooks")
 {}
 
-// ---- chat alert webhooks (decisions §9) -------------------------------------------------------------
-
-export class BadGateway extends Schema.TaggedError<BadGateway>()(
-  "BadGateway",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: 502 })
-) {}
+// ---- chat alert webhooks (docs/decisions.md#delivery) ----------------------------------------------
 
 const ChatRules = Schema.Struct({
   severity: Schema.Array(Schema.Literal("HIGH", "MEDIUM", "LOW")).annotations({ description: "empty: every severity" }),
@@ -168,12 +160,8 @@ export const CreateChatWebhookRequest = Schema.Struct({
 })
 export type CreateChatWebhookRequest = typeof CreateChatWebhookRequest.Type
 
-export const UpdateChatWebhookRequest = Schema.Struct({
-  url: Schema.optional(Schema.String),
-  name: Schema.optional(Schema.String),
-  rules: Schema.optional(ChatRulesInput),
-  mention: Schema.optional(Schema.NullOr(Schema.String))
-})
+/** PATCH: the create request's fields, every one optional (`mention: null` removes it, as on create). */
+export const UpdateChatWebhookRequest = Schema.Struct(allOptional(CreateChatWebhookRequest.fields))
 export type UpdateChatWebhookRequest = typeof UpdateChatWebhookRequest.Type
 
 const ChatWebhookIdPath = Schema.Struct({ webhookId: Schema.String })

@@ -2,15 +2,15 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../Config.js"
-import { BadGateway } from "./Api.js"
+import { BadGateway } from "../Domain/Errors.js"
 import { answerOf, type Channel, type OutboundRequest, retryWait, stateAfter, type StoredMessage } from "./Channel.js"
-import { chatChannel } from "./ChatChannel.js"
+import { ChannelRegistry, type Registered } from "./ChannelRegistry.js"
 import { type Attempted, DeliveriesRepo, type DeliveryRow } from "./DeliveriesRepo.js"
-import { chatDestinationOf, type ChatWebhookRow, DestinationsRepo, type WebhookRow, webhookDestinationOf } from "./DestinationsRepo.js"
+import { type ChatWebhookRow, type ClaimedWholeTable, type DestinationRows, DestinationsRepo, type WebhookRow } from "./DestinationsRepo.js"
 import { echo } from "./Input.js"
 import { RATE_WINDOW_MS } from "./RetrySchedule.js"
 import { send, type SendResult } from "./Sender.js"
-import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
+import type { WebhookDestination } from "./WebhookChannel.js"
 
 /**
  * Attempts (docs/delivery.md, "How it works"): due deliveries claimed, the destination's rate
@@ -18,8 +18,9 @@ import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
  * recorded and each delivery rescheduled per the channel's verdict and retry table.
  *
  * Two cycles. Outbound webhooks are claimed per delivery, several lanes side by side, each claim
- * sent at once (many POSTs in flight). Chat webhooks are claimed whole, one worker at a time per
- * chat webhook, so that what piled up while it waited goes out packed into few messages.
+ * sent at once (many POSTs in flight). The destinations of every other kind (chat webhooks) are
+ * claimed whole, one worker at a time per destination, so that what piled up while it waited goes
+ * out packed into few messages.
  */
 
 /** Outbound deliveries claimed at once by one lane, and lanes claiming side by side. */
@@ -27,9 +28,9 @@ const CLAIM_BATCH = 200
 const CLAIM_LANES = 3
 /** POSTs in flight per lane. */
 const SEND_CONCURRENCY = 100
-/** Chat webhooks claimed at once, and a chat webhook's messages read at once (packed into messages). */
-const CHAT_CLAIM_BATCH = 20
-const CHAT_ROWS_PER_ROUND = 200
+/** Destinations claimed whole at once (per kind), and one destination's messages read at once (then packed). */
+const WHOLE_CLAIM_BATCH = 20
+const WHOLE_ROWS_PER_ROUND = 200
 const LEASE_MS = 60_000
 
 /** Runs `work` over `items`, at most `limit` at a time; answers the results in order. */
@@ -91,7 +92,9 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
     const deliveries = yield* DeliveriesRepo
     const destinations = yield* DestinationsRepo
     const config = yield* AppConfig
-    const chat = chatChannel(config.publicUrl)
+    const registry = yield* ChannelRegistry
+    const { chat, webhook } = registry
+    const webhookChannel = webhook.channel
     const sendRequest = (request: OutboundRequest) =>
       send(request.url, request.body, request.headers, { allowPrivateTargets: config.allowPrivateTargets })
 
@@ -124,7 +127,7 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
         if (claimed.length === 0) return []
         const now = yield* Clock.currentTimeMillis
         const ids = [...new Set(claimed.map((d) => d.webhook_id!))]
-        const hooks = new Map((yield* destinations.liveWebhooks(ids)).map((h) => [h.id, webhookDestinationOf(h)]))
+        const hooks = new Map((yield* destinations.liveWebhooks(ids)).map((h) => [h.id, webhook.destinationOf(h)]))
         const windowStart = minuteOf(now)
         const limit = webhookChannel.perMinute
         const wanted = new Map<string, number>()
@@ -170,7 +173,8 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
           const result = await sendRequest(request)
           return settle(webhookChannel, [delivery], result, request.headers, now).attempts[0]!
         }
-        // one promise pool, not a fiber per POST: at a thousand a second the difference shows
+        // one promise pool, not a fiber per POST: a fiber each cost far more CPU at a thousand a second
+        // (docs/performance.md#figures-behind-code-comments)
         const attempts = yield* Effect.promise(() => inPool(toSend, SEND_CONCURRENCY, attemptOne))
         settled.push(...yield* deliveries.recordAttempts(attempts, answer))
         return settled
@@ -192,8 +196,15 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
      * RetryLater or a full minute makes the destination wait (`waitUntil`); what is not sent stays
      * pending and goes with what arrives meanwhile. An Invalid verdict ends it.
      */
-    const sendWaiting = <D>(channel: Channel<D>, id: string, destination: D, due: ReadonlyArray<DeliveryRow>, now: number) =>
+    const sendWaiting = <T extends ClaimedWholeTable, D>(
+      kind: Registered<T, D>,
+      id: string,
+      destination: D,
+      due: ReadonlyArray<DeliveryRow>,
+      now: number
+    ) =>
       Effect.gen(function*() {
+        const channel = kind.channel
         const windowStart = minuteOf(now)
         let waitUntil: number | undefined
         for (const group of channel.pack(due.map(messageOf))) {
@@ -211,7 +222,7 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
           waitUntil = answer.waitUntil
           yield* deliveries.recordAttempts(answer.attempts)
           if (answer.verdict._tag === "Invalid") {
-            yield* deliveries.invalidateChat(id, answer.verdict.reason, new Date(now))
+            yield* deliveries.invalidate(kind, id, answer.verdict.reason, new Date(now))
             break
           }
           if (answer.verdict._tag === "RetryLater") break
@@ -219,25 +230,26 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
         return waitUntil
       })
 
-    /** A claimed chat webhook: its due messages sent (or failed, when it was deleted or is invalid), its lease ended. */
-    const sendChat = (row: ChatWebhookRow & { deleted: boolean }) =>
+    /** A destination claimed whole: its due messages sent (or failed, when it was deleted or is invalid), its lease ended. */
+    const sendWhole = <T extends ClaimedWholeTable, D>(kind: Registered<T, D>, row: DestinationRows[T] & { deleted: boolean }) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const due = yield* deliveries.dueOfChat(row.id, new Date(now), CHAT_ROWS_PER_ROUND)
+        const due = yield* deliveries.dueOf(kind, row.id, new Date(now), WHOLE_ROWS_PER_ROUND)
         if (row.deleted || row.status !== "active") {
-          yield* deliveries.failClaimed(due.map((d) => d.id), row.deleted ? "chat webhook deleted" : "chat webhook invalid")
-          return yield* deliveries.releaseChat(row.id)
+          yield* deliveries.failClaimed(due.map((d) => d.id), `${kind.noun} ${row.deleted ? "deleted" : "invalid"}`)
+          return yield* deliveries.release(kind, row.id)
         }
-        const waitUntil = yield* sendWaiting(chat, row.id, chatDestinationOf(row), due, now)
-        yield* deliveries.releaseChat(row.id, waitUntil === undefined ? null : new Date(waitUntil))
+        const waitUntil = yield* sendWaiting(kind, row.id, kind.destinationOf(row), due, now)
+        yield* deliveries.release(kind, row.id, waitUntil === undefined ? null : new Date(waitUntil))
       }).pipe(Effect.orDie)
 
-    const claimAndSendChats = Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const chats = yield* deliveries.claimChats(new Date(now), new Date(now + LEASE_MS), CHAT_CLAIM_BATCH)
-      yield* Effect.forEach(chats, sendChat, { concurrency: "unbounded", discard: true })
-      return chats.length
-    })
+    const claimAndSendWhole = <T extends ClaimedWholeTable, D>(kind: Registered<T, D>) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* deliveries.claimWhole(kind, new Date(now), new Date(now + LEASE_MS), WHOLE_CLAIM_BATCH)
+        yield* Effect.forEach(claimed, (row) => sendWhole(kind, row), { concurrency: "unbounded", discard: true })
+        return claimed.length
+      })
 
     const drain = (step: Effect.Effect<number>, batch: number) =>
       Effect.gen(function*() {
@@ -246,9 +258,9 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
         }
       })
 
-    /** Everything due now: the chat webhooks, and the outbound deliveries in CLAIM_LANES lanes. */
+    /** Everything due now: the destinations claimed whole, and the outbound deliveries in CLAIM_LANES lanes. */
     const sendDue = Effect.all([
-      drain(claimAndSendChats, CHAT_CLAIM_BATCH),
+      ...registry.claimedWhole.map((kind) => drain(claimAndSendWhole(kind), WHOLE_CLAIM_BATCH)),
       ...Array.from({ length: CLAIM_LANES }, () => drain(claimAndSendWebhooks, CLAIM_BATCH))
     ], { concurrency: "unbounded", discard: true })
 
@@ -261,7 +273,7 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
           webhookId: hook.id,
           eventId,
           eventType: "webhook.test",
-          body: webhookChannel.testMessageFor(webhookDestinationOf(hook), { id: eventId, at: now }),
+          body: webhookChannel.testMessageFor(webhook.destinationOf(hook), { id: eventId, at: now }),
           now: new Date(now),
           leaseUntil: new Date(now + LEASE_MS)
         })
@@ -272,18 +284,22 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
     const testChat = (row: ChatWebhookRow) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const destination = chatDestinationOf(row)
+        const destination = chat.destinationOf(row)
         const id = randomUUID()
-        const message: StoredMessage = { deliveryId: id, eventType: "chat.test", body: chat.testMessageFor(destination, { id, at: now }) }
-        const request = chat.requestFor(destination, [message], {
+        const message: StoredMessage = {
+          deliveryId: id,
+          eventType: "chat.test",
+          body: chat.channel.testMessageFor(destination, { id, at: now })
+        }
+        const request = chat.channel.requestFor(destination, [message], {
           at: now,
-          rate: { limit: chat.perMinute, count: 0, resetAt: minuteOf(now) + RATE_WINDOW_MS }
+          rate: { limit: chat.channel.perMinute, count: 0, resetAt: minuteOf(now) + RATE_WINDOW_MS }
         })
         const result = yield* Effect.promise(() => sendRequest(request))
-        const verdict = chat.verdictOn(result)
+        const verdict = chat.channel.verdictOn(result)
         if (verdict._tag === "Delivered") return { sent: true as const, status: row.status }
         if (verdict._tag === "Invalid") {
-          yield* deliveries.invalidateChat(row.id, verdict.reason, new Date(now))
+          yield* deliveries.invalidate(chat, row.id, verdict.reason, new Date(now))
           return yield* new BadGateway({ message: verdict.reason })
         }
         const outcome = result.outcome
@@ -296,5 +312,5 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
 
     return { sendDue, testWebhook, testChat } as const
   }),
-  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default]
+  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default, ChannelRegistry.Default]
 }) {}

@@ -1,3 +1,4 @@
+import { iso } from "../Domain/Instant.js"
 import { type Channel, type ChannelEvent, DELIVERED, REJECTED, retryLater } from "./Channel.js"
 import {
   type ChatIncident,
@@ -12,12 +13,12 @@ import {
 import { CHAT_MAX_ATTEMPTS, CHAT_RATE_LIMIT_PER_MINUTE, chatDelayAfterAttempt, isRetryable, isSuccess } from "./RetrySchedule.js"
 
 /**
- * Chat alert webhooks (decisions §9, docs/delivery.md#chat-alert-webhooks), Discord's incoming
- * webhook shape (ChatMessage.ts): incident.opened and incident.resolved to the chat webhooks whose
- * rules match, maintenance notices to those a window's channels name (`chat:<name>`). Messages that
- * wait together go out packed into as few as Discord allows. A 404 or 401 means the webhook is
- * gone: it becomes invalid, with the reason; 429, 5xx and no answer wait for the backoff, or the
- * answer's Retry-After when longer.
+ * Chat alert webhooks (docs/decisions.md#delivery, docs/delivery.md#chat-alert-webhooks),
+ * Discord's incoming webhook shape (ChatMessage.ts): incident.opened and incident.resolved to the
+ * chat webhooks whose rules match, maintenance notices to those a window's channels name
+ * (`chat:<name>`). Messages that wait together go out packed into as few as Discord allows. A 404
+ * or 401 means the webhook is gone: it becomes invalid, with the reason; 429, 5xx and no answer
+ * wait for the backoff, or the answer's Retry-After when longer.
  */
 
 export interface ChatDestination {
@@ -99,7 +100,7 @@ export const chatChannel = (publicUrl: string): Channel<ChatDestination> => ({
       : INCIDENT_EVENTS.includes(event.event)
       ? incidentMessage(publicUrl, chat, event)
       : undefined,
-  testMessageFor: (chat, test) => JSON.stringify(testMessageOf(chat.name, chat.mention, new Date(test.at).toISOString())),
+  testMessageFor: (chat, test) => JSON.stringify(testMessageOf(chat.name, chat.mention, iso(test.at))),
   pack: (messages) => packMessages(messages, (m) => parse(m.body)),
   requestFor: (chat, messages) => {
     const message = mergeMessages(messages.map((m) => parse(m.body)))

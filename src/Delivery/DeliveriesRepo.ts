@@ -1,8 +1,15 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { iso } from "../Domain/Instant.js"
 import type { EventRow } from "../Events/EventsRepo.js"
 import type { IncidentFacts } from "./Channel.js"
-import { chatColumns, type ChatWebhookRow } from "./DestinationsRepo.js"
+import {
+  type ClaimedWholeTable,
+  columnsOf,
+  type DestinationColumn,
+  type DestinationRows,
+  type DestinationStore
+} from "./DestinationsRepo.js"
 
 /**
  * Deliveries (sql/0006_delivery.sql): one row of `webhook_deliveries` per (destination, event)
@@ -33,10 +40,8 @@ const deliveryColumns =
   "id, webhook_id, chat_webhook_id, event_id, event_type, body, created_at, status, attempts, next_attempt_at, last_status_code, last_response_time_ms, last_error, request_headers, event_seq"
 const qualifiedDeliveryColumns = deliveryColumns.split(", ").map((c) => `d.${c}`).join(", ")
 
-/** A message the fan-out made: for one webhook or one chat webhook. */
-export interface NewDelivery {
-  readonly webhook_id: string | null
-  readonly chat_webhook_id: string | null
+/** A message the fan-out made, for one destination: its column names it. */
+export type NewDelivery = { readonly [C in DestinationColumn]?: string } & {
   readonly event_id: string
   readonly event_seq: number
   readonly event_type: string
@@ -55,9 +60,6 @@ export interface Attempted {
   readonly status: "pending" | "succeeded" | "failed"
   readonly next: Date | null
 }
-
-/** Which destination a delivery belongs to. */
-export type DestinationColumn = "webhook_id" | "chat_webhook_id"
 
 export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/DeliveriesRepo", {
   effect: Effect.gen(function*() {
@@ -139,50 +141,52 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
           for update skip locked)
         returning ${columns}`.pipe(span("claimDueWebhookDeliveries"))
 
-    /** Chat webhooks with due messages that no worker holds and that need not wait, leased whole. */
-    const claimChats = (now: Date, leaseUntil: Date, limit: number) =>
-      sql<ChatWebhookRow & { deleted: boolean }>`
-        update chat_webhooks set claimed_until = ${leaseUntil}
+    // ---- destinations claimed whole (chat webhooks): `store` names their table and delivery column
+
+    /** Destinations with due messages that no worker holds and that need not wait, leased whole. */
+    const claimWhole = <T extends ClaimedWholeTable>(store: DestinationStore<T>, now: Date, leaseUntil: Date, limit: number) =>
+      sql<DestinationRows[T] & { deleted: boolean }>`
+        update ${sql.literal(store.table)} set claimed_until = ${leaseUntil}
         where id in (
-          select c.id from chat_webhooks c
+          select c.id from ${sql.literal(store.table)} c
           where c.id in (
-              select d.chat_webhook_id from webhook_deliveries d
-              where d.status = 'pending' and d.chat_webhook_id is not null and d.next_attempt_at <= ${now})
+              select d.${sql.literal(store.column)} from webhook_deliveries d
+              where d.status = 'pending' and d.${sql.literal(store.column)} is not null and d.next_attempt_at <= ${now})
             and (c.claimed_until is null or c.claimed_until <= ${now})
             and (c.wait_until is null or c.wait_until <= ${now})
           limit ${limit}
           for update skip locked)
-        returning ${sql.literal(chatColumns)}, deleted_at is not null as deleted`.pipe(span("claimChats"))
+        returning ${sql.literal(columnsOf[store.table])}, deleted_at is not null as deleted`.pipe(span("claimWhole"))
 
-    /** A claimed chat webhook's due messages, oldest first. */
-    const dueOfChat = (chatId: string, now: Date, limit: number) =>
+    /** A claimed destination's due messages, oldest first. */
+    const dueOf = (store: DestinationStore<ClaimedWholeTable>, id: string, now: Date, limit: number) =>
       sql<DeliveryRow>`
         select ${columns} from webhook_deliveries
-        where chat_webhook_id = ${chatId} and status = 'pending' and next_attempt_at <= ${now}
+        where ${sql.literal(store.column)} = ${id} and status = 'pending' and next_attempt_at <= ${now}
         order by event_seq nulls last, created_at, id
-        limit ${limit}`.pipe(span("dueOfChat"))
+        limit ${limit}`.pipe(span("dueOf"))
 
     const failClaimed = (ids: ReadonlyArray<string>, error: string) =>
       sql`
         update webhook_deliveries set status = 'failed', next_attempt_at = null, claimed_until = null, last_error = ${error}
         where id = any(${ids}::uuid[])`.pipe(span("failClaimed"))
 
-    /** Ends a chat webhook's lease; given `waitUntil`, it waits until then (a 429, a 5xx, a full minute), or not (null). */
-    const releaseChat = (chatId: string, waitUntil?: Date | null) =>
+    /** Ends a destination's lease; given `waitUntil`, it waits until then (a 429, a 5xx, a full minute), or not (null). */
+    const release = (store: DestinationStore<ClaimedWholeTable>, id: string, waitUntil?: Date | null) =>
       sql`
-        update chat_webhooks set claimed_until = null ${waitUntil === undefined ? sql`` : sql`, wait_until = ${waitUntil}`}
-        where id = ${chatId}`.pipe(span("releaseChat"))
+        update ${sql.literal(store.table)} set claimed_until = null ${waitUntil === undefined ? sql`` : sql`, wait_until = ${waitUntil}`}
+        where id = ${id}`.pipe(span("release"))
 
-    /** The chat service said the webhook is gone: invalid, with the reason; its waiting messages fail. */
-    const invalidateChat = (chatId: string, reason: string, now: Date) =>
+    /** The receiver said the destination is gone (a chat webhook deleted): invalid, with the reason; its waiting messages fail. */
+    const invalidate = (store: DestinationStore<ClaimedWholeTable>, id: string, reason: string, now: Date) =>
       Effect.gen(function*() {
         yield* sql`
-          update chat_webhooks set status = 'invalid', status_reason = ${reason}, updated_at = ${now}
-          where id = ${chatId}`
+          update ${sql.literal(store.table)} set status = 'invalid', status_reason = ${reason}, updated_at = ${now}
+          where id = ${id}`
         yield* sql`
-          update webhook_deliveries set status = 'failed', last_error = 'chat webhook invalid', next_attempt_at = null, claimed_until = null
-          where chat_webhook_id = ${chatId} and status = 'pending' and claimed_until is null`
-      }).pipe(span("invalidateChat"))
+          update webhook_deliveries set status = 'failed', last_error = ${`${store.noun} invalid`}, next_attempt_at = null, claimed_until = null
+          where ${sql.literal(store.column)} = ${id} and status = 'pending' and claimed_until is null`
+      }).pipe(span("invalidate"))
 
     // ---- rate limits ---------------------------------------------------------------------------------
 
@@ -254,13 +258,13 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
           JSON.stringify(attempts.map((a) => ({
             id: a.id,
             attempt: a.attempt,
-            at: new Date(a.at).toISOString(),
+            at: iso(a.at),
             status_code: a.statusCode,
             response_time_ms: a.responseTimeMs,
             error: a.error,
             request_headers: a.headers,
             status: a.status,
-            next_attempt_at: a.next?.toISOString() ?? null
+            next_attempt_at: iso(a.next)
           })))
         }::jsonb) as t(id uuid, attempt int, at timestamptz, status_code int, response_time_ms int, error text,
               request_headers jsonb, status text, next_attempt_at timestamptz)
@@ -275,20 +279,29 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
           from t where d.id = t.id
           ${answer ? sql`returning ${sql.literal(qualifiedDeliveryColumns)}` : sql``}`.pipe(span("recordAttempts"))
 
-    /** When the next pending delivery is due: its time, its lease's end, or its chat webhook's wait. */
-    const nextDue = Effect.map(
-      sql<{ at: Date | null }>`
-        select min(at) as at from (
-          select min(greatest(next_attempt_at, coalesce(claimed_until, next_attempt_at))) as at
-          from webhook_deliveries where status = 'pending' and webhook_id is not null
+    /**
+     * When the next pending delivery is due: an outbound delivery's time or its lease's end; for
+     * the destinations claimed whole (`wholes`), each one's oldest message, or its wait or lease.
+     */
+    const nextDue = (wholes: ReadonlyArray<DestinationStore<ClaimedWholeTable>>) => {
+      const waits = wholes.map((store) =>
+        sql`
           union all
           select greatest(min(d.next_attempt_at), max(coalesce(c.wait_until, d.next_attempt_at)), max(coalesce(c.claimed_until, d.next_attempt_at)))
-          from webhook_deliveries d join chat_webhooks c on c.id = d.chat_webhook_id
-          where d.status = 'pending' and d.chat_webhook_id is not null
-          group by c.id
-        ) due`,
-      (rows) => rows[0]?.at?.getTime()
-    ).pipe(span("nextDue"))
+          from webhook_deliveries d join ${sql.literal(store.table)} c on c.id = d.${sql.literal(store.column)}
+          where d.status = 'pending' and d.${sql.literal(store.column)} is not null
+          group by c.id`
+      )
+      return Effect.map(
+        sql<{ at: Date | null }>`
+          select min(at) as at from (
+            select min(greatest(next_attempt_at, coalesce(claimed_until, next_attempt_at))) as at
+            from webhook_deliveries where status = 'pending' and webhook_id is not null
+            ${sql.join(" ", false)(waits)}
+          ) due`,
+        (rows) => rows[0]?.at?.getTime()
+      ).pipe(span("nextDue"))
+    }
 
     return {
       lockCursor,
@@ -300,11 +313,11 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
       failPending,
       insertLeased,
       claimDueWebhookDeliveries,
-      claimChats,
-      dueOfChat,
+      claimWhole,
+      dueOf,
       failClaimed,
-      releaseChat,
-      invalidateChat,
+      release,
+      invalidate,
       ensureRateCounters,
       lockRateCounters,
       addToRateCounters,

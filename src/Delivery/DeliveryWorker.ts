@@ -2,6 +2,7 @@ import { Clock, Deferred, Effect, Queue, Stream } from "effect"
 import Pg from "pg"
 import { Database } from "../Db/Database.js"
 import { Attempts } from "./Attempts.js"
+import { ChannelRegistry } from "./ChannelRegistry.js"
 import { DeliveriesRepo } from "./DeliveriesRepo.js"
 import { FanOut } from "./FanOut.js"
 import { PingFeed } from "./PingFeed.js"
@@ -31,6 +32,7 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
     const pingFeed = yield* PingFeed
     const fanOut = yield* FanOut
     const attempts = yield* Attempts
+    const { claimedWhole } = yield* ChannelRegistry
 
     /**
      * Once a minute: rate counters of past minutes are of no use, and ping events every subscriber
@@ -47,7 +49,8 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
     /**
      * Fans out every new event, feeds the ping subscribers and sends everything due; answers how long
      * to sleep. Under a stream of events, each fan-out batch runs beside the sending of what the one
-     * before produced, so neither waits for the other.
+     * before produced, so neither waits for the other (fanning everything out first sent almost
+     * nothing while the stream lasted: docs/performance.md#figures-behind-code-comments).
      */
     const pass = Effect.gen(function*() {
       // Which pings record events: another instance may have changed the subscriptions. Its change
@@ -62,7 +65,7 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
       yield* pingFeed.feedUntilStill(attempts.sendDue)
       const now = yield* Clock.currentTimeMillis
       yield* purgeOnceAMinute(now)
-      const due = yield* deliveries.nextDue
+      const due = yield* deliveries.nextDue(claimedWhole)
       return due === undefined ? SAFETY_POLL_MS : Math.min(SAFETY_POLL_MS, Math.max(1, due - now))
     })
 
@@ -145,5 +148,5 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
 
     return { flush } as const
   }),
-  dependencies: [DeliveriesRepo.Default, PingFeed.Default, FanOut.Default, Attempts.Default]
+  dependencies: [DeliveriesRepo.Default, PingFeed.Default, FanOut.Default, Attempts.Default, ChannelRegistry.Default]
 }) {}

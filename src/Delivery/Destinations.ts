@@ -3,6 +3,7 @@ import { Clock, Effect } from "effect"
 import { AppConfig } from "../Config.js"
 import { Conflict, notFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
+import { iso } from "../Domain/Instant.js"
 import type {
   ChatWebhook,
   CreateChatWebhookRequest,
@@ -11,8 +12,17 @@ import type {
   UpdateWebhookRequest,
   Webhook
 } from "./Api.js"
-import { DeliveriesRepo, type DestinationColumn } from "./DeliveriesRepo.js"
-import { type ChatWebhookRow, type DestinationRows, DestinationsRepo, type DestinationTable, type WebhookRow } from "./DestinationsRepo.js"
+import { DeliveriesRepo } from "./DeliveriesRepo.js"
+import {
+  CHAT_WEBHOOKS,
+  type ChatWebhookRow,
+  type DestinationRows,
+  DestinationsRepo,
+  type DestinationStore,
+  type DestinationTable,
+  WEBHOOKS,
+  type WebhookRow
+} from "./DestinationsRepo.js"
 import { echo, fieldWithNul } from "./Input.js"
 import { maskChatUrl, maskWebhookUrl } from "./Masking.js"
 import { PingFeed } from "./PingFeed.js"
@@ -47,12 +57,10 @@ interface Fields {
 /** One check of a create or update body; `url` is the url to be stored when it changes (undefined: kept). */
 type Rule = (input: Fields, context: { readonly orgId: string; readonly url: string | undefined }) => Effect.Effect<void, ValidationError>
 
-/** What differs between kinds of destination. */
-interface Kind<T extends DestinationTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields> {
-  readonly table: T
-  readonly column: DestinationColumn
-  /** What a 404 calls it, and the error of its pending deliveries once deleted ("<noun> deleted"). */
-  readonly noun: string
+/** What differs between kinds of destination (beside where they are stored). */
+interface Kind<T extends DestinationTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields>
+  extends DestinationStore<T>
+{
   readonly quota: keyof typeof ORGANIZATION_QUOTAS
   readonly quotaNoun: string
   readonly mask: (url: string) => string
@@ -76,7 +84,7 @@ const toWebhook = (row: WebhookRow): Webhook => ({
   url: maskWebhookUrl(row.url),
   events: row.events,
   filters: { monitorIds: row.filter_monitor_ids, severity: row.filter_severity as ReadonlyArray<"HIGH" | "MEDIUM" | "LOW"> },
-  createdAt: row.created_at.toISOString()
+  createdAt: iso(row.created_at)
 })
 
 /** A chat webhook as GET, list and PATCH show it: its url (a credential) masked. */
@@ -91,7 +99,7 @@ const toChatWebhook = (row: ChatWebhookRow): ChatWebhook => ({
   mention: row.mention,
   status: row.status,
   statusReason: row.status_reason,
-  createdAt: row.created_at.toISOString()
+  createdAt: iso(row.created_at)
 })
 
 /**
@@ -158,8 +166,8 @@ export class Destinations extends Effect.Service<Destinations>()("jobmon/Destina
 
     /**
      * Every id must be a monitor of this organization (not deleted). Another organization's
-     * monitor is "no such monitor", like an id that names nothing (decisions §1: never reveal it
-     * exists).
+     * monitor is "no such monitor", like an id that names nothing (docs/decisions.md#errors: never
+     * reveal it exists).
      */
     const ownMonitors: Rule = (input, { orgId }) =>
       Effect.gen(function*() {
@@ -181,9 +189,7 @@ export class Destinations extends Effect.Service<Destinations>()("jobmon/Destina
       })
 
     const webhooks: Kind<"webhooks", Webhook, Webhook & { secret: string }, CreateWebhookRequest, UpdateWebhookRequest> = {
-      table: "webhooks",
-      column: "webhook_id",
-      noun: "webhook",
+      ...WEBHOOKS,
       quota: "webhooks",
       quotaNoun: "outbound webhooks",
       mask: maskWebhookUrl,
@@ -213,9 +219,7 @@ export class Destinations extends Effect.Service<Destinations>()("jobmon/Destina
     }
 
     const chats: Kind<"chat_webhooks", ChatWebhook, ChatWebhook, CreateChatWebhookRequest, UpdateChatWebhookRequest> = {
-      table: "chat_webhooks",
-      column: "chat_webhook_id",
-      noun: "chat webhook",
+      ...CHAT_WEBHOOKS,
       quota: "chatWebhooks",
       quotaNoun: "chat webhooks",
       mask: maskChatUrl,

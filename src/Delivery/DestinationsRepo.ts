@@ -44,7 +44,34 @@ export interface DestinationRows {
 }
 export type DestinationTable = keyof DestinationRows
 
-const columnsOf: Record<DestinationTable, string> = { webhooks: webhookColumns, chat_webhooks: chatColumns }
+/**
+ * The tables of destinations that are claimed whole (one worker at a time sends to one, and packs
+ * what waits for it): they have `status` and `status_reason` (invalid), `claimed_until` (the lease)
+ * and `wait_until` (a backoff or a full minute).
+ */
+export type ClaimedWholeTable = "chat_webhooks"
+
+/** The column of `webhook_deliveries` that names a delivery's destination (one per kind). */
+export type DestinationColumn = "webhook_id" | "chat_webhook_id"
+
+/** Where a kind's destinations are stored, and what messages about one call it. */
+export interface DestinationStore<T extends DestinationTable> {
+  readonly table: T
+  readonly column: DestinationColumn
+  /** "<noun> … does not exist" (404); "<noun> deleted" and "<noun> invalid" on its failed deliveries. */
+  readonly noun: string
+}
+
+export const WEBHOOKS: DestinationStore<"webhooks"> = { table: "webhooks", column: "webhook_id", noun: "webhook" }
+export const CHAT_WEBHOOKS: DestinationStore<"chat_webhooks"> = { table: "chat_webhooks", column: "chat_webhook_id", noun: "chat webhook" }
+
+export const columnsOf: Record<DestinationTable, string> = { webhooks: webhookColumns, chat_webhooks: chatColumns }
+
+/** Which destinations of a table take new messages: not deleted, and active where one can be invalid. */
+const takesMessages: Record<DestinationTable, string> = {
+  webhooks: "deleted_at is null",
+  chat_webhooks: "deleted_at is null and status = 'active'"
+}
 
 /** A webhook row as its channel reads it. */
 export const webhookDestinationOf = (row: WebhookRow): WebhookDestination => ({
@@ -204,17 +231,14 @@ export class DestinationsRepo extends Effect.Service<DestinationsRepo>()("jobmon
         (rows) => rows[0]!
       ).pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.updateChat"))
 
-    /** The live webhooks of these organizations (fan-out). */
-    const webhooksOf = (orgIds: ReadonlyArray<string>) =>
-      sql<WebhookRow>`
-        select ${sql.literal(webhookColumns)} from webhooks
-        where deleted_at is null and org_id in ${sql.in(orgIds)}`.pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.webhooksOf"))
-
-    /** The live, active chat webhooks of these organizations (fan-out). */
-    const activeChatsOf = (orgIds: ReadonlyArray<string>) =>
-      sql<ChatWebhookRow>`
-        select ${sql.literal(chatColumns)} from chat_webhooks
-        where deleted_at is null and status = 'active' and org_id in ${sql.in(orgIds)}`.pipe(Effect.orDie, Effect.withSpan("DestinationsRepo.activeChatsOf"))
+    /** The destinations of these organizations that take new messages (fan-out). */
+    const audienceOf = <T extends DestinationTable>(table: T, orgIds: ReadonlyArray<string>) =>
+      sql<DestinationRows[T]>`
+        select ${sql.literal(columnsOf[table])} from ${sql.literal(table)}
+        where ${sql.literal(takesMessages[table])} and org_id in ${sql.in(orgIds)}`.pipe(
+        Effect.orDie,
+        Effect.withSpan("DestinationsRepo.audienceOf", { attributes: { table } })
+      )
 
     /** These webhooks, those not deleted (attempts). */
     const liveWebhooks = (ids: ReadonlyArray<string>) =>
@@ -231,8 +255,7 @@ export class DestinationsRepo extends Effect.Service<DestinationsRepo>()("jobmon
       updateWebhook,
       insertChat,
       updateChat,
-      webhooksOf,
-      activeChatsOf,
+      audienceOf,
       liveWebhooks
     } as const
   })

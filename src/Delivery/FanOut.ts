@@ -1,12 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
-import { AppConfig } from "../Config.js"
 import type { EventRow } from "../Events/EventsRepo.js"
-import { type Channel, type ChannelEvent, channelEventOf, type IncidentFacts } from "./Channel.js"
-import { chatChannel } from "./ChatChannel.js"
-import { DeliveriesRepo, type DestinationColumn, type NewDelivery } from "./DeliveriesRepo.js"
-import { chatDestinationOf, DestinationsRepo, webhookDestinationOf } from "./DestinationsRepo.js"
-import { webhookChannel } from "./WebhookChannel.js"
+import { type ChannelEvent, channelEventOf, type IncidentFacts } from "./Channel.js"
+import { ChannelRegistry, type Registered } from "./ChannelRegistry.js"
+import { DeliveriesRepo, type NewDelivery } from "./DeliveriesRepo.js"
+import { DestinationsRepo, type DestinationTable } from "./DestinationsRepo.js"
 
 /**
  * Fan-out (docs/delivery.md, "How it works"): the `events` table after the cursor into
@@ -18,7 +16,7 @@ import { webhookChannel } from "./WebhookChannel.js"
 
 const FANOUT_BATCH = 1000
 
-/** A destination of one channel, as the fan-out reads it. */
+/** A destination of one kind, as the fan-out reads it. */
 interface Target<D> {
   readonly id: string
   readonly orgId: string
@@ -27,19 +25,12 @@ interface Target<D> {
   readonly destination: D
 }
 
-/** The destinations of one channel, and which delivery column names them. */
-interface Audience<D> {
-  readonly channel: Channel<D>
-  readonly column: DestinationColumn
-  readonly targets: ReadonlyArray<Target<D>>
-}
-
 export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const deliveries = yield* DeliveriesRepo
     const destinations = yield* DestinationsRepo
-    const chat = chatChannel((yield* AppConfig).publicUrl)
+    const registry = yield* ChannelRegistry
 
     /** The incident behind an event (its data names it), or undefined when it names none or it is gone. */
     const incidentOf = (event: EventRow) => {
@@ -47,34 +38,45 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
       return incidentId === undefined ? Effect.succeed(undefined) : deliveries.incidentFacts(incidentId)
     }
 
+    /** The kind's destinations in these organizations that take new messages. */
+    const audienceOf = <T extends DestinationTable, D>(kind: Registered<T, D>, orgIds: ReadonlyArray<string>) =>
+      Effect.map(destinations.audienceOf(kind.table, orgIds), (rows) =>
+        rows.map((row): Target<D> => ({
+          id: row.id,
+          orgId: row.org_id,
+          afterSeq: Number(row.after_seq),
+          destination: kind.destinationOf(row)
+        })))
+
     /**
-     * One channel's messages for the events: the targets of the event's organization created before
-     * it; the incident loaded (once per event) only when one of them could take it.
+     * One kind's messages for the events: its destinations in the event's organization created
+     * before it; the incident loaded (once per event) only when one of them could take it.
      */
-    const messagesOf = <D>(
-      audience: Audience<D>,
+    const messagesOf = <T extends DestinationTable, D>(
+      kind: Registered<T, D>,
       events: ReadonlyArray<EventRow>,
+      orgIds: ReadonlyArray<string>,
       incidents: Map<string, IncidentFacts | undefined>,
       rows: Array<NewDelivery>
     ) =>
       Effect.gen(function*() {
+        const audience = yield* audienceOf(kind, orgIds)
         for (const row of events) {
           const seq = Number(row.seq)
-          const targets = audience.targets.filter((t) => t.orgId === row.org_id && seq > t.afterSeq)
+          const targets = audience.filter((t) => t.orgId === row.org_id && seq > t.afterSeq)
           if (targets.length === 0) continue
           let event: ChannelEvent
-          if (audience.channel.incidentEvents.includes(row.type)) {
+          if (kind.channel.incidentEvents.includes(row.type)) {
             if (!incidents.has(row.id)) incidents.set(row.id, yield* incidentOf(row))
             event = channelEventOf(row, incidents.get(row.id))
           } else {
             event = channelEventOf(row)
           }
           for (const target of targets) {
-            const body = audience.channel.messageFor(target.destination, event)
+            const body = kind.channel.messageFor(target.destination, event)
             if (body === undefined) continue
             rows.push({
-              webhook_id: audience.column === "webhook_id" ? target.id : null,
-              chat_webhook_id: audience.column === "chat_webhook_id" ? target.id : null,
+              [kind.column]: target.id,
               event_id: row.id,
               event_seq: seq,
               event_type: row.type,
@@ -92,20 +94,9 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
         const events = yield* deliveries.eventsAfter(after, FANOUT_BATCH)
         if (events.length === 0) return 0
         const orgIds = [...new Set(events.map((e) => e.org_id))]
-        const hooks = yield* destinations.webhooksOf(orgIds)
-        const chats = yield* destinations.activeChatsOf(orgIds)
         const rows: Array<NewDelivery> = []
         const incidents = new Map<string, IncidentFacts | undefined>()
-        yield* messagesOf({
-          channel: chat,
-          column: "chat_webhook_id",
-          targets: chats.map((c) => ({ id: c.id, orgId: c.org_id, afterSeq: Number(c.after_seq), destination: chatDestinationOf(c) }))
-        }, events, incidents, rows)
-        yield* messagesOf({
-          channel: webhookChannel,
-          column: "webhook_id",
-          targets: hooks.map((w) => ({ id: w.id, orgId: w.org_id, afterSeq: Number(w.after_seq), destination: webhookDestinationOf(w) }))
-        }, events, incidents, rows)
+        for (const kind of registry.all) yield* messagesOf(kind, events, orgIds, incidents, rows)
         if (rows.length > 0) yield* deliveries.insertDeliveries(rows, now)
         yield* deliveries.moveCursor(Number(events[events.length - 1]!.seq))
         return events.length
@@ -114,5 +105,5 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
 
     return { fanOutBatch, batchSize: FANOUT_BATCH } as const
   }),
-  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default]
+  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default, ChannelRegistry.Default]
 }) {}

@@ -1,6 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { CurrentPrincipal } from "../Auth/Principal.js"
+import { DEFAULT_PAGE_LIMIT } from "../Domain/Schemas.js"
 import { Api } from "../Http/Api.js"
 import { Webhooks } from "./Webhooks.js"
 
@@ -17,7 +18,7 @@ export const WebhooksHttpLive = HttpApiBuilder.group(Api, "webhooks", (handlers)
       .handle("test", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => webhooks.test(p.orgId, path.webhookId)))
       .handle("deliveries", ({ path, urlParams }) =>
         Effect.map(
-          Effect.flatMap(CurrentPrincipal, (p) => webhooks.deliveries(p.orgId, path.webhookId, urlParams.limit ?? 100)),
+          Effect.flatMap(CurrentPrincipal, (p) => webhooks.deliveries(p.orgId, path.webhookId, urlParams.limit ?? DEFAULT_PAGE_LIMIT)),
           (deliveries) => ({ deliveries })
         ))
   })

@@ -1,3 +1,5 @@
+import { hasNul } from "../Domain/Text.js"
+
 /**
  * Small rules for what the delivery endpoints take and say back (pure, no Effect services).
  */
@@ -18,4 +20,4 @@ export const echo = (value: string, limit = ECHO_LIMIT): string =>
  * text cannot store NUL; such a value is the client's mistake (400), never a database error.
  */
 export const fieldWithNul = (fields: ReadonlyArray<readonly [string, string | null | undefined]>): string | undefined =>
-  fields.find(([, value]) => typeof value === "string" && value.includes("\u0000"))?.[0]
+  fields.find(([, value]) => typeof value === "string" && hasNul(value))?.[0]

@@ -3,13 +3,14 @@ import { isIPv4, isIPv6 } from "node:net"
 import { echo } from "./Input.js"
 
 /**
- * The SSRF guard (decisions §10, docs/delivery.md#ssrf-guard): unless the operator allows private
- * targets, a webhook or chat url may only point at **global unicast** addresses. Everything in the
- * IANA IPv4 and IPv6 Special-Purpose Address Registries that is not globally reachable is refused,
- * and so are multicast, the reserved IPv4 class E, and every IPv6 address outside 2000::/3 (the
- * only block IANA has allocated for global unicast). IPv6 forms that carry an IPv4 address
- * (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:aabb:ccdd::) are judged by the
- * IPv4 address they carry; IPv4-compatible ::a.b.c.d (deprecated) is refused whatever it carries.
+ * The SSRF guard (docs/decisions.md#delivery, docs/delivery.md#ssrf-guard): unless the operator
+ * allows private targets, a webhook or chat url may only point at **global unicast** addresses.
+ * Everything in the IANA IPv4 and IPv6 Special-Purpose Address Registries that is not globally
+ * reachable is refused, and so are multicast, the reserved IPv4 class E, and every IPv6 address
+ * outside 2000::/3 (the only block IANA has allocated for global unicast). IPv6 forms that carry
+ * an IPv4 address (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:aabb:ccdd::) are
+ * judged by the IPv4 address they carry; IPv4-compatible ::a.b.c.d (deprecated) is refused
+ * whatever it carries.
  */
 
 interface Range4 {

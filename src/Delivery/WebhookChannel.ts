@@ -1,12 +1,14 @@
+import { iso } from "../Domain/Instant.js"
 import { type Channel, DELIVERED, REJECTED, retryLater } from "./Channel.js"
 import { delayAfterAttempt, isRetryable, isSuccess, MAX_ATTEMPTS, RATE_LIMIT_PER_MINUTE } from "./RetrySchedule.js"
 import { sign, standardSignature } from "./Signing.js"
 
 /**
- * Outbound webhooks (decisions §10, docs/delivery.md): every selected event, as its envelope's
- * exact bytes, signed with the webhook's secret (X-Service-Signature, and the Standard Webhooks
- * headers signed at each attempt's time). Retried on 5xx and no answer per the retry table; any
- * other answer ends the delivery. Retry-After is not honoured: the table is the contract.
+ * Outbound webhooks (docs/decisions.md#delivery, docs/delivery.md): every selected event, as its
+ * envelope's exact bytes, signed with the webhook's secret (X-Service-Signature, and the Standard
+ * Webhooks headers signed at each attempt's time). Retried on 5xx and no answer per the retry
+ * table; any other answer ends the delivery. Retry-After is not honoured: the table is the
+ * contract.
  */
 
 export interface WebhookDestination {
@@ -44,7 +46,7 @@ export const webhookChannel: Channel<WebhookDestination> = {
     JSON.stringify({
       event: "webhook.test",
       id: test.id,
-      createdAt: new Date(test.at).toISOString(),
+      createdAt: iso(test.at),
       data: { webhook: { id: webhook.id, url: webhook.url }, message: "This is a test delivery from jobmon." }
     }),
   pack: (messages) => messages.map((message) => [message]),

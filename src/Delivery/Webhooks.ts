@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { iso } from "../Domain/Instant.js"
 import type { Delivery } from "./Api.js"
 import { Attempts } from "./Attempts.js"
 import { DeliveriesRepo, type DeliveryRow } from "./DeliveriesRepo.js"
@@ -6,7 +7,7 @@ import { DeliveryWorker } from "./DeliveryWorker.js"
 import { Destinations } from "./Destinations.js"
 
 /**
- * Outbound webhooks and chat webhooks as the API serves them (decisions §9, §10;
+ * Outbound webhooks and chat webhooks as the API serves them (docs/decisions.md#delivery,
  * docs/delivery.md): their configuration (Destinations.ts), their deliveries, the test sends
  * (Attempts.ts); and the delivery worker (DeliveryWorker.ts), which runs as long as this service.
  */
@@ -15,14 +16,14 @@ export const toDelivery = (row: DeliveryRow): Delivery => ({
   id: row.id,
   eventId: row.event_id,
   event: row.event_type,
-  createdAt: row.created_at.toISOString(),
+  createdAt: iso(row.created_at),
   status: row.status,
   attempts: row.attempts,
   retryCount: Math.max(0, row.attempts - 1),
   lastStatusCode: row.last_status_code,
   lastResponseTimeMs: row.last_response_time_ms,
   lastError: row.last_error,
-  nextAttemptAt: row.status === "pending" && row.next_attempt_at !== null ? row.next_attempt_at.toISOString() : null,
+  nextAttemptAt: row.status === "pending" ? iso(row.next_attempt_at) : null,
   requestHeaders: row.request_headers
 })
 

@@ -111,11 +111,6 @@ export class ServiceUnavailable
   extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", Message, status("ServiceUnavailable"))
 {}
 
-/** @deprecated moved to src/Domain/Errors.ts as ServiceUnavailable (one class for every 503). */
-export const DatabaseBusy = ServiceUnavailable
-/** @deprecated moved to src/Domain/Errors.ts as ServiceUnavailable (one class for every 503). */
-export type DatabaseBusy = ServiceUnavailable
-
 export const notFound = (what: string, id: string) => new NotFound({ message: `${what} ${excerpt(id)} does not exist` })
 
 // ---- request bodies

@@ -170,9 +170,3 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Monitors")
 {}
-
-/**
- * @deprecated moved to src/Domain/Schemas.ts: import it from there. Kept only for src/Delivery/Api.ts
- * and src/Maintenance/Api.ts until their owners do.
- */
-export { IntFromQuery }
