@@ -7,7 +7,7 @@ import { markLoaded, mayBeHeld, needsDurations } from "./HistoryLoad.js"
 import type { Decision, EngineEffect, EngineEvent, MonitorConfig, MonitorState, RulesContext } from "./Model.js"
 import { MonitorWriter, writeRetry } from "./MonitorWriter.js"
 import { decide, nextDeadline } from "./Rules.js"
-import { StateLoader, withDurations } from "./StateLoader.js"
+import { type LoadedMonitors, StateLoader, withDurations } from "./StateLoader.js"
 
 /**
  * The monitor actors. Each monitor is an actor: its state (MonitorState), a mailbox of events, and
@@ -16,28 +16,6 @@ import { StateLoader, withDurations } from "./StateLoader.js"
  * the earliest deadline of all actors. An idle actor costs a state object, not a fiber
  * (docs/engine.md, "Why not a fiber per monitor").
  */
-
-/**
- * Starting and stopping the actors of a set of monitors: today the start-up (every monitor) and
- * the API's creations and deletions; with @effect/cluster, the monitors of the shards an instance
- * acquires or loses.
- */
-export interface MonitorOwnership {
-  /**
-   * Loads these monitors (every monitor when `ids` is undefined) and starts an actor for each one
-   * this instance does not run yet; a deleted or unknown monitor is skipped. Answers how many started.
-   */
-  readonly startMonitors: (ids?: ReadonlyArray<string>) => Effect.Effect<number>
-  /** Stops these monitors' actors: their queued events are dropped, their deadlines forgotten. */
-  readonly stopMonitors: (ids: ReadonlyArray<string>) => Effect.Effect<void>
-  /** Whether this instance runs the monitor's actor. */
-  readonly owns: (monitorId: string) => boolean
-}
-
-/** How an event reaches a monitor's actor: a plain call, no fiber and no query on the common path. */
-export interface EventDelivery {
-  readonly send: (monitorId: string, event: EngineEvent) => void
-}
 
 export interface EngineStats {
   processed: number
@@ -196,7 +174,7 @@ export const makeActors = (ctx: RulesContext) =>
       })
 
     /** Monitors whose rows cannot be judged get no actor; the operator learns why. */
-    const logInvalid = ({ invalid }: { readonly invalid: ReadonlyArray<{ readonly id: string; readonly reason: string }> }) =>
+    const logInvalid = ({ invalid }: LoadedMonitors) =>
       Effect.forEach(invalid, ({ id, reason }) => Effect.logError(`monitor ${id} cannot be judged: ${reason}`), { discard: true })
 
     /** A failing actor is rebuilt from the database; the others never notice. */
@@ -235,10 +213,10 @@ export const makeActors = (ctx: RulesContext) =>
 
     const startMonitors = (ids?: ReadonlyArray<string>) =>
       Effect.gen(function*() {
-        const { invalid, loaded } = yield* loader.loadMonitors(ids)
-        yield* logInvalid({ invalid })
+        const result = yield* loader.loadMonitors(ids)
+        yield* logInvalid(result)
         let started = 0
-        for (const { durationsLoaded, id, state } of loaded) {
+        for (const { durationsLoaded, id, state } of result.loaded) {
           if (actors.has(id)) continue
           const actor: Actor = { id, state, durationsLoaded, mailbox: [], busy: false, version: 0, deadline: null, stopped: false }
           actors.set(id, actor)
@@ -330,5 +308,5 @@ export const makeActors = (ctx: RulesContext) =>
         for (const actor of actors.values()) if (actor.busy || actor.mailbox.length > 0) return true
         return false
       }
-    } as const satisfies MonitorOwnership & EventDelivery & Record<string, unknown>
+    } as const
   })

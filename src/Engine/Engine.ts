@@ -25,6 +25,28 @@ export class MaintenanceCheck extends Context.Tag("jobmon/MaintenanceCheck")<
 /** Before maintenance windows exist, nothing is ever in maintenance. */
 export const NoMaintenance = Layer.succeed(MaintenanceCheck, { inMaintenance: () => false })
 
+/**
+ * Starting and stopping the actors of a set of monitors: today the start-up (every monitor) and
+ * the API's creations and deletions; with @effect/cluster, the monitors of the shards an instance
+ * acquires or loses.
+ */
+export interface MonitorOwnership {
+  /**
+   * Loads these monitors (every monitor when `ids` is undefined) and starts an actor for each one
+   * this instance does not run yet; a deleted or unknown monitor is skipped. Answers how many started.
+   */
+  readonly startMonitors: (ids?: ReadonlyArray<string>) => Effect.Effect<number>
+  /** Stops these monitors' actors: their queued events are dropped, their deadlines forgotten. */
+  readonly stopMonitors: (ids: ReadonlyArray<string>) => Effect.Effect<void>
+  /** Whether this instance runs the monitor's actor. */
+  readonly owns: (monitorId: string) => boolean
+}
+
+/** How an event reaches a monitor's actor: a plain call, no fiber and no query on the common path. */
+export interface EventDelivery {
+  readonly send: (monitorId: string, event: EngineEvent) => void
+}
+
 export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
   scoped: Effect.gen(function*() {
     const maintenance = yield* MaintenanceCheck
@@ -66,11 +88,12 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       }
     })
 
+    const seams: MonitorOwnership & EventDelivery = actors
     return {
-      send: actors.send as (monitorId: string, event: EngineEvent) => void,
-      startMonitors: actors.startMonitors,
-      stopMonitors: actors.stopMonitors,
-      owns: actors.owns,
+      send: seams.send,
+      startMonitors: seams.startMonitors,
+      stopMonitors: seams.stopMonitors,
+      owns: seams.owns,
       upsert,
       stop,
       stateOf: (monitorId: string) => Option.fromNullable(actors.stateOf(monitorId)),
