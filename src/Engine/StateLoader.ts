@@ -87,7 +87,7 @@ export class StateLoader extends Effect.Service<StateLoader>()("jobmon/StateLoad
   effect: Effect.gen(function*() {
     const repo = yield* EngineRepo
     /** Loads of many monitors are long by nature: not bound by the API's statement timeout; one monitor's are. */
-    const bounded = (ids: ReadonlyArray<string> | undefined) =>
+    const statementLimitFor = (ids: ReadonlyArray<string> | undefined) =>
       ids === undefined || ids.length > 1
         ? <A, E, R>(effect: Effect.Effect<A, E, R>) => repo.withoutStatementTimeout(effect).pipe(Effect.orDie)
         : <A, E, R>(effect: Effect.Effect<A, E, R>) => effect
@@ -98,11 +98,12 @@ export class StateLoader extends Effect.Service<StateLoader>()("jobmon/StateLoad
      */
     const loadDurations = (ids: ReadonlyArray<string>, withRunIds: boolean) =>
       repo.recentDurations(ids, withRunIds).pipe(
-        bounded(ids),
+        statementLimitFor(ids),
         Effect.map((rows) => {
           const byMonitor = new Map<string, LoadedDurations>()
           for (const row of rows) {
-            byMonitor.set(row.monitor_id, { values: row.durations, starts: row.starts, runIds: row.run_ids === undefined ? NO_RUNS : new Set(row.run_ids) })
+            const runIds = row.run_ids === undefined ? NO_RUNS : new Set(row.run_ids)
+            byMonitor.set(row.monitor_id, { values: row.durations, starts: row.starts, runIds })
           }
           return (id: string) => byMonitor.get(id) ?? NO_DURATIONS
         })
@@ -119,7 +120,7 @@ export class StateLoader extends Effect.Service<StateLoader>()("jobmon/StateLoad
           repo.monitors(ids),
           repo.openRuns(ids),
           repo.activeIncidents(ids)
-        ]).pipe(bounded(ids))
+        ]).pipe(statementLimitFor(ids))
         const openRunsBy = groupBy(openRuns, openRunOf)
         const activeBy = groupBy(activeIncidents, activeIncidentOf)
         const states: Array<MonitorState> = []
