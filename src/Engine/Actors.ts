@@ -3,7 +3,7 @@ import { Incidents } from "../Incidents/Incidents.js"
 import { MaintenanceSuppressions } from "../Maintenance/Suppressions.js"
 import { HealthRefresh } from "./HealthRefresh.js"
 import { DeadlineHeap, type HeapEntry } from "./Heap.js"
-import { markLoaded, mayBeHeld, needsDurations } from "./HistoryLoad.js"
+import { markLoaded, mayBeHeld, needsDurations, runsToMark } from "./HistoryLoad.js"
 import type { Decision, EngineEffect, EngineEvent, MonitorConfig, MonitorState, RulesContext } from "./Model.js"
 import { MonitorWriter, writeRetry } from "./MonitorWriter.js"
 import { decide, nextDeadline } from "./Rules.js"
@@ -151,11 +151,11 @@ export const makeActors = (ctx: RulesContext) =>
 
     /** Loads the actor's history at an event, and answers the event marked by what the load read. */
     const loadDurations = (actor: Actor, current: EngineEvent) =>
-      Effect.map(loader.loadDurations([actor.id], true), (durationsOf) => {
+      Effect.map(loader.loadDurations([actor.id], runsToMark(actor.mailbox, current)), (durationsOf) => {
         const durations = durationsOf(actor.id)
         actor.state = withDurations(actor.state, durations)
         actor.durationsLoaded = true
-        return markLoaded(actor.mailbox, durations.runIds, current)
+        return markLoaded(actor.mailbox, durations.held, current)
       })
 
     const handle = (actor: Actor, received: EngineEvent) =>

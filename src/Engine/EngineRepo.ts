@@ -39,8 +39,8 @@ export interface RecentDurationsRow {
   readonly monitor_id: string
   readonly durations: Array<number>
   readonly starts: Array<number>
-  /** Only when asked for: an actor marks the events of the runs its load read (docs/engine.md). */
-  readonly run_ids?: Array<string>
+  /** Of the runs asked about, those the history holds (an actor marks their events: docs/engine.md). */
+  readonly held?: Array<string> | null
 }
 
 export interface HealthCountsRow {
@@ -110,13 +110,17 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
         where status in ('OPEN', 'ACKNOWLEDGED') ${only("monitor_id", ids)}
         order by created_at`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.activeIncidents"))
 
-    /** The recent successful durations of these monitors; none for a monitor without any. */
-    const recentDurations = (ids: ReadonlyArray<string>, withRunIds: boolean) =>
+    /**
+     * The recent successful durations of these monitors (none for a monitor without any), and which
+     * of the runs `asked` they hold: an actor asks about the runs of the events it marks, a handful,
+     * rather than reading the ids of all 200.
+     */
+    const recentDurations = (ids: ReadonlyArray<string>, asked?: ReadonlyArray<string>) =>
       sql<RecentDurationsRow>`
         select m.id as monitor_id,
                array_agg(d.duration_ms::float8 order by d.started_at, d.duration_ms, d.id) as durations,
                array_agg(floor(extract(epoch from d.started_at) * 1000)::float8 order by d.started_at, d.duration_ms, d.id) as starts
-               ${withRunIds ? sql`, array_agg(d.id::text order by d.started_at, d.duration_ms, d.id) as run_ids` : sql``}
+               ${asked === undefined ? sql`` : sql`, array_agg(d.id::text) filter (where d.id = any(${asked as Array<string>}::uuid[])) as held`}
         from unnest(${ids as Array<string>}::uuid[]) as m(id)
         cross join lateral (
           select id, duration_ms, started_at from runs

@@ -11,22 +11,32 @@ import type { EngineEvent, MonitorState } from "./Model.js"
  * history is the database's whatever the timing, and the actor remembers no run ids. Pure.
  */
 
+/** The runs a load is asked about: those of the current event and of the finished runs queued behind it. */
+export const runsToMark = (mailbox: ReadonlyArray<EngineEvent>, current: EngineEvent): Array<string> => {
+  const runs: Array<string> = []
+  if (current._tag === "RunFinished") runs.push(current.run.id)
+  for (const event of mailbox) if (event._tag === "RunFinished") runs.push(event.run.id)
+  return runs
+}
+
 /**
- * After a load that read the runs `loaded`: marks the queued RunFinished events of those runs (in
- * place in `mailbox`), and answers the current event (its run was committed before the load read)
- * marked, `kept` if the history holds it, `notKept` if not.
+ * After a load that holds the runs `held` (of those it was asked about): marks the queued
+ * RunFinished events of those runs (in place in `mailbox`), and answers the current event (its run
+ * was committed before the load read) marked, `kept` if the history holds it, `notKept` if not.
+ * An event queued while the load ran was not asked about: it stays unmarked, and `mayBeHeld` sends
+ * it to the database again if the history may hold its run.
  */
-export const markLoaded = (mailbox: Array<EngineEvent>, loaded: ReadonlySet<string>, current: EngineEvent): EngineEvent => {
+export const markLoaded = (mailbox: Array<EngineEvent>, held: ReadonlySet<string>, current: EngineEvent): EngineEvent => {
   for (let i = 0; i < mailbox.length; i++) {
     const event = mailbox[i]!
     if (event._tag !== "RunFinished") continue
     // A run the history does not hold was committed after the load read (to be added), unless
     // it was marked at an earlier load (then it is too old to keep).
-    const history = loaded.has(event.run.id) ? "kept" : event.history === undefined ? undefined : "notKept"
+    const history = held.has(event.run.id) ? "kept" : event.history === undefined ? undefined : "notKept"
     if (history !== event.history) mailbox[i] = { ...event, history }
   }
   if (current._tag !== "RunFinished") return current
-  return { ...current, history: loaded.has(current.run.id) ? "kept" as const : "notKept" as const }
+  return { ...current, history: held.has(current.run.id) ? "kept" as const : "notKept" as const }
 }
 
 /**

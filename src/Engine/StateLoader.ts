@@ -31,8 +31,8 @@ export const configOf = (row: MonitorRow): MonitorConfig => ({
 export interface LoadedDurations {
   readonly values: ReadonlyArray<number>
   readonly starts: ReadonlyArray<number>
-  /** The runs the load read, when asked for. */
-  readonly runIds: ReadonlySet<string>
+  /** Of the runs the caller asked about, those the history holds. */
+  readonly held: ReadonlySet<string>
 }
 
 export interface LoadedMonitor {
@@ -49,7 +49,7 @@ export interface LoadedMonitors {
 }
 
 const NO_RUNS: ReadonlySet<string> = new Set()
-const NO_DURATIONS: LoadedDurations = { values: [], starts: [], runIds: NO_RUNS }
+const NO_DURATIONS: LoadedDurations = { values: [], starts: [], held: NO_RUNS }
 
 /** A run in progress whose LATE limit is learned from past durations needs them at once, not at the actor's next event. */
 const learnsLateLimit = (state: MonitorState) => state.openRuns.length > 0 && state.config.maxRuntimeSeconds === null
@@ -93,17 +93,17 @@ export class StateLoader extends Effect.Service<StateLoader>()("jobmon/StateLoad
         : <A, E, R>(effect: Effect.Effect<A, E, R>) => effect
 
     /**
-     * The recent durations of these monitors, by monitor. `withRunIds` when the caller marks the
-     * events of the runs the load read (an actor loading at an event: docs/engine.md).
+     * The recent durations of these monitors, by monitor, and which of the runs `asked` they hold
+     * (an actor loading at an event asks about the runs of the events it marks: docs/engine.md).
      */
-    const loadDurations = (ids: ReadonlyArray<string>, withRunIds: boolean) =>
-      repo.recentDurations(ids, withRunIds).pipe(
+    const loadDurations = (ids: ReadonlyArray<string>, asked?: ReadonlyArray<string>) =>
+      repo.recentDurations(ids, asked).pipe(
         statementLimitFor(ids),
         Effect.map((rows) => {
           const byMonitor = new Map<string, LoadedDurations>()
           for (const row of rows) {
-            const runIds = row.run_ids === undefined ? NO_RUNS : new Set(row.run_ids)
-            byMonitor.set(row.monitor_id, { values: row.durations, starts: row.starts, runIds })
+            const held = row.held === undefined || row.held === null ? NO_RUNS : new Set(row.held)
+            byMonitor.set(row.monitor_id, { values: row.durations, starts: row.starts, held })
           }
           return (id: string) => byMonitor.get(id) ?? NO_DURATIONS
         })
@@ -133,7 +133,7 @@ export class StateLoader extends Effect.Service<StateLoader>()("jobmon/StateLoad
           }
         }
         const learning = states.filter(learnsLateLimit).map((s) => s.config.id)
-        const durationsOf = learning.length === 0 ? () => NO_DURATIONS : yield* loadDurations(learning, false)
+        const durationsOf = learning.length === 0 ? () => NO_DURATIONS : yield* loadDurations(learning)
         const loaded = states.map((state): LoadedMonitor =>
           learnsLateLimit(state)
             ? { id: state.config.id, state: withDurations(state, durationsOf(state.config.id)), durationsLoaded: true }
