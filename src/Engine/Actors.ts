@@ -185,16 +185,16 @@ export const makeActors = (ctx: RulesContext) =>
         actor.mailbox.length = 0
         const fresh = yield* loader.loadMonitors([actor.id]).pipe(
           Effect.tap(logInvalid),
-          Effect.map(({ loaded }) => loaded[0]),
           Effect.catchAllCause(() => Effect.succeed(undefined))
         )
-        if (fresh === undefined) {
+        const state = fresh?.states[0]
+        if (fresh === undefined || state === undefined) {
           actor.stopped = true
           actors.delete(actor.id)
           return
         }
-        actor.state = fresh.state
-        actor.durationsLoaded = fresh.durationsLoaded
+        actor.state = state
+        actor.durationsLoaded = fresh.durationsLoaded.has(actor.id)
       })
 
     const worker = Effect.gen(function*() {
@@ -216,8 +216,10 @@ export const makeActors = (ctx: RulesContext) =>
         const result = yield* loader.loadMonitors(ids)
         yield* logInvalid(result)
         let started = 0
-        for (const { durationsLoaded, id, state } of result.loaded) {
+        for (const state of result.states) {
+          const id = state.config.id
           if (actors.has(id)) continue
+          const durationsLoaded = result.durationsLoaded.has(id)
           const actor: Actor = { id, state, durationsLoaded, mailbox: [], busy: false, version: 0, deadline: null, stopped: false }
           actors.set(id, actor)
           reschedule(actor)

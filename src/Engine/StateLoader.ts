@@ -35,15 +35,14 @@ export interface LoadedDurations {
   readonly held: ReadonlySet<string>
 }
 
-export interface LoadedMonitor {
-  readonly id: string
-  readonly state: MonitorState
-  /** Whether `state.recentDurations` holds the database's history (otherwise it is loaded at the first event that needs it). */
-  readonly durationsLoaded: boolean
-}
-
 export interface LoadedMonitors {
-  readonly loaded: ReadonlyArray<LoadedMonitor>
+  readonly states: ReadonlyArray<MonitorState>
+  /**
+   * The monitors whose state holds the database's history of durations already; the others load
+   * it at their first event that needs it. (A set of the few, not a wrapper per monitor: the
+   * start-up's garbage stays in the idle process's RSS.)
+   */
+  readonly durationsLoaded: ReadonlySet<string>
   /** Monitors whose rows cannot be judged (their schedule does not parse): logged, no actor. */
   readonly invalid: ReadonlyArray<{ readonly id: string; readonly reason: string }>
 }
@@ -132,14 +131,16 @@ export class StateLoader extends Effect.Service<StateLoader>()("jobmon/StateLoad
             invalid.push({ id: row.id, reason: (error as Error).message })
           }
         }
-        const learning = states.filter(learnsLateLimit).map((s) => s.config.id)
-        const durationsOf = learning.length === 0 ? () => NO_DURATIONS : yield* loadDurations(learning)
-        const loaded = states.map((state): LoadedMonitor =>
-          learnsLateLimit(state)
-            ? { id: state.config.id, state: withDurations(state, durationsOf(state.config.id)), durationsLoaded: true }
-            : { id: state.config.id, state, durationsLoaded: false }
-        )
-        return { loaded, invalid } satisfies LoadedMonitors
+        const durationsLoaded = new Set<string>()
+        for (const state of states) if (learnsLateLimit(state)) durationsLoaded.add(state.config.id)
+        if (durationsLoaded.size > 0) {
+          const durationsOf = yield* loadDurations([...durationsLoaded])
+          for (let i = 0; i < states.length; i++) {
+            const state = states[i]!
+            if (durationsLoaded.has(state.config.id)) states[i] = withDurations(state, durationsOf(state.config.id))
+          }
+        }
+        return { states, durationsLoaded, invalid } satisfies LoadedMonitors
       })
 
     return { loadMonitors, loadDurations } as const
