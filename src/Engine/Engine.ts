@@ -64,9 +64,11 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
 
     /** A monitor was created, changed, paused or resumed: (re)start its actor with the new settings. */
     const upsert = (row: MonitorRow, at: number) =>
-      actors.owns(row.id)
-        ? Effect.sync(() => actors.send(row.id, { _tag: "ConfigChanged", config: configOf(row), at }))
-        : Effect.asVoid(actors.startMonitors([row.id]))
+      Effect.suspend(() =>
+        actors.owns(row.id)
+          ? Effect.sync(() => actors.send(row.id, { _tag: "ConfigChanged", config: configOf(row), at }))
+          : Effect.asVoid(actors.startMonitors([row.id]))
+      )
 
     /** A monitor was deleted: its actor stops. */
     const stop = (monitorId: string) => actors.stopMonitors([monitorId])
