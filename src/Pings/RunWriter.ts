@@ -8,7 +8,7 @@ import type { RunRow } from "./Pairing.js"
  * moment that batch commits; an idle lane waits only for the end of the event-loop turn, so the
  * pings that arrived together share a batch. No timer: batches grow with load. Only runs (and, while
  * subscribed, ping events) are written here; what a ping changes on its monitor (lastPingAt,
- * status) is written by the engine, coalesced (src/Engine/Engine.ts). Every caller is answered after
+ * status) is written by the engine, coalesced (src/Engine/MonitorWriter.ts). Every caller is answered after
  * the commit that holds its row, so an acknowledged ping is durable. Plain callbacks, no fibers:
  * this is the hot path.
  */

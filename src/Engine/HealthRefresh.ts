@@ -1,0 +1,102 @@
+import { Clock, Effect, Queue, Schedule } from "effect"
+import { EngineRepo } from "./EngineRepo.js"
+import { expectedRunCount, HEALTH_WINDOW_MS, healthScore } from "./Health.js"
+import type { MonitorConfig, Severity } from "./Model.js"
+
+/** How often health scores of monitors with news are recomputed. */
+export const HEALTH_REFRESH = "30 seconds"
+/**
+ * How soon the health score follows an incident that opened or resolved: a monitor shown FAILING
+ * should not keep its score of 100 for the rest of a HEALTH_REFRESH period.
+ */
+export const HEALTH_SOON = "1 second"
+/** Most monitors scored by one pass (one query for all of them). */
+const BATCH = 5_000
+
+/** The settings of a monitor this instance judges; undefined when it has no actor for it. */
+export type ConfigLookup = (monitorId: string) => MonitorConfig | undefined
+
+/**
+ * Health scores (src/Engine/Health.ts) of the monitors that had news (a finished run, an incident
+ * raised or resolved), recomputed in one query for all of them every HEALTH_REFRESH — never on the
+ * ping path — and HEALTH_SOON after their incidents changed. The fiber of the latter sleeps until an
+ * incident changes: no timer while nothing happens.
+ */
+export class HealthRefresh extends Effect.Service<HealthRefresh>()("jobmon/HealthRefresh", {
+  scoped: Effect.gen(function*() {
+    const repo = yield* EngineRepo
+    const withNews = new Set<string>()
+    const incidentsChanged = new Set<string>()
+    const incidentWake = yield* Queue.sliding<void>(1)
+
+    /** The monitor had news: scored at the next pass. */
+    const changed = (monitorId: string): void => void withNews.add(monitorId)
+
+    /** The monitor's incidents changed (raised, resolved, acknowledged): scored HEALTH_SOON later. */
+    const changedIncidents = (monitorId: string): void => {
+      incidentsChanged.add(monitorId)
+      Queue.unsafeOffer(incidentWake, undefined)
+    }
+
+    const take = (ids: Set<string>) => {
+      const batch = [...ids].slice(0, BATCH)
+      for (const id of batch) ids.delete(id)
+      return batch
+    }
+
+    // Background work over up to 30 days of runs: not bound by the API's statement timeout.
+    const score = (ids: ReadonlyArray<string>, configOf: ConfigLookup) =>
+      ids.length === 0 ? Effect.void : Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const from = new Date(now - HEALTH_WINDOW_MS)
+        const counts = yield* repo.healthCounts(ids, from)
+        const open = yield* repo.openIncidentsBySeverity(ids)
+        const byId = new Map(counts.map((c) => [c.monitor_id, c]))
+        const scores: Array<number> = []
+        const scored: Array<string> = []
+        for (const id of ids) {
+          const config = configOf(id)
+          if (config === undefined) continue
+          const c = byId.get(id)
+          const incidentsBySeverity: Record<Severity, number> = { HIGH: 0, MEDIUM: 0, LOW: 0 }
+          for (const o of open) if (o.monitor_id === id) incidentsBySeverity[o.severity] += o.n
+          scores.push(healthScore({
+            expectedRuns: expectedRunCount(config.schedule, Math.max(from.getTime(), config.createdAt), now),
+            receivedRuns: c?.received ?? 0,
+            successfulRuns: c?.successful ?? 0,
+            onTimeRuns: c?.on_time ?? 0,
+            slaEvaluatedRuns: c?.sla_evaluated ?? 0,
+            slaMetRuns: c?.sla_met ?? 0,
+            openIncidents: incidentsBySeverity
+          }))
+          scored.push(id)
+        }
+        if (scored.length > 0) yield* repo.writeHealthScores(scored, scores)
+      }).pipe(repo.withoutStatementTimeout, Effect.orDie)
+
+    /** Scores the monitors that had news since the last pass. */
+    const refresh = (configOf: ConfigLookup) => Effect.suspend(() => score(take(withNews), configOf))
+
+    /** The monitors whose incidents changed, HEALTH_SOON after the first change of a burst. */
+    const refreshSoon = (configOf: ConfigLookup) =>
+      Effect.gen(function*() {
+        yield* Queue.take(incidentWake)
+        yield* Effect.sleep(HEALTH_SOON)
+        const ids = take(incidentsChanged)
+        if (incidentsChanged.size > 0) Queue.unsafeOffer(incidentWake, undefined)
+        yield* score(ids, configOf)
+      })
+
+    /** Both passes, in fibers of the caller's scope. */
+    const run = (configOf: ConfigLookup) =>
+      Effect.gen(function*() {
+        const logged = <A>(pass: Effect.Effect<A>) =>
+          Effect.catchAllCause(pass, (cause) => Effect.logError("health score refresh failed", cause))
+        yield* Effect.forkScoped(logged(refresh(configOf)).pipe(Effect.repeat(Schedule.spaced(HEALTH_REFRESH))))
+        yield* Effect.forkScoped(logged(refreshSoon(configOf)).pipe(Effect.forever))
+      })
+
+    return { changed, changedIncidents, refresh, run } as const
+  }),
+  dependencies: [EngineRepo.Default]
+}) {}
