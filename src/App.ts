@@ -11,7 +11,7 @@ import { Engine } from "./Engine/Engine.js"
 import { Events } from "./Events/Events.js"
 import { HttpServerLive, NoFastRoutes } from "./Http/Server.js"
 import { Incidents } from "./Incidents/Incidents.js"
-import { IncidentListener, IncidentRelayLive } from "./Incidents/Listener.js"
+import { IncidentListener } from "./Incidents/Listener.js"
 import { MaintenanceLive } from "./Maintenance/Maintenance.js"
 import { MonitorCache } from "./Monitors/MonitorCache.js"
 import { Monitors } from "./Monitors/Monitors.js"
@@ -52,8 +52,7 @@ const FoundationLive = Layer.mergeAll(
   Events.Default,
   Incidents.Default,
   // maintenance windows: the engine's MaintenanceCheck and suppression counting (docs/maintenance.md)
-  MaintenanceLive,
-  IncidentRelayLive
+  MaintenanceLive
 )
 
 const CoreServicesLive = Layer.mergeAll(

@@ -1,6 +1,6 @@
 /**
  * Time zones: IANA zone names, and the mapping between instants and local
- * wall-clock times through every DST change (decisions §14). The one time-zone
+ * wall-clock times through every DST change (docs/decisions.md#time). The one time-zone
  * engine of the service: cron schedules (src/Monitors/Schedule.ts) and RRULE
  * windows (src/Maintenance/Rrule.ts) map local times to instants only here.
  *
@@ -20,7 +20,7 @@
  * or repeats after a backward jump (an overlap). `resolve` reports every
  * instant of a wall time and the gap that skipped it; `toInstant` picks one
  * instant, with an explicit rule for a skipped time, because the two products
- * differ on purpose (decisions §14):
+ * differ on purpose (docs/decisions.md#time):
  * - "shift": forward by the length of the gap (RFC 5545 §3.3.5, Temporal's
  *   "compatible"): 02:30 -> 03:30 on a one-hour jump. RRULE windows.
  * - "gapEnd": the first instant after the gap: 02:30 -> 03:00 on a one-hour

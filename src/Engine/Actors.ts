@@ -1,10 +1,9 @@
-import { type Cause, Clock, Effect, Option, Queue, Runtime, type Scope } from "effect"
+import { type Cause, Clock, Effect, Queue, Runtime, type Scope } from "effect"
 import { Incidents } from "../Incidents/Incidents.js"
-import { MaintenanceSuppressions } from "../Maintenance/Suppressions.js"
 import { HealthRefresh } from "./HealthRefresh.js"
 import { DeadlineHeap, type HeapEntry } from "./Heap.js"
 import { markLoaded, mayBeHeld, needsDurations, runsToMark } from "./HistoryLoad.js"
-import type { Decision, EngineEffect, EngineEvent, MonitorConfig, MonitorState, RulesContext } from "./Model.js"
+import type { Decision, EngineEffect, EngineEvent, IncidentType, MonitorConfig, MonitorState, RulesContext } from "./Model.js"
 import { MonitorWriter, writeRetry } from "./MonitorWriter.js"
 import { decide, nextDeadline } from "./Rules.js"
 import { type LoadedMonitors, StateLoader, withDurations } from "./StateLoader.js"
@@ -41,7 +40,10 @@ const WORKERS = 16
 /** Effects carried out on the spot, without a database round trip. */
 const isImmediate = (effect: EngineEffect) => effect._tag === "UpdateMonitor"
 
-export const makeActors = (ctx: RulesContext) =>
+export const makeActors = (
+  ctx: RulesContext,
+  countSuppressed: (monitorId: string, type: IncidentType, at: number) => Effect.Effect<void>
+) =>
   Effect.gen(function*() {
     const loader = yield* StateLoader
     const writer = yield* MonitorWriter
@@ -130,10 +132,7 @@ export const makeActors = (ctx: RulesContext) =>
           return Effect.sync(() => writer.update(actor.id, effect.status, effect.nextExpectedAt))
         case "Suppressed":
           // Counted on the history entry of each maintenance period covering the monitor (docs/maintenance.md).
-          return Effect.flatMap(Effect.serviceOption(MaintenanceSuppressions), (counter) =>
-            Option.isSome(counter)
-              ? counter.value.count(config.id, effect.type, effect.at)
-              : Effect.logDebug(`monitor ${config.id}: ${effect.type} suppressed by maintenance`))
+          return countSuppressed(config.id, effect.type, effect.at)
       }
     }
 

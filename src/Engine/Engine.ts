@@ -1,9 +1,8 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { IncidentRelay } from "../Incidents/Listener.js"
 import type { MonitorRow } from "../Monitors/MonitorsRepo.js"
 import { makeActors } from "./Actors.js"
 import { HealthRefresh } from "./HealthRefresh.js"
-import type { EngineEvent } from "./Model.js"
+import type { EngineEvent, IncidentType } from "./Model.js"
 import { MonitorWriter } from "./MonitorWriter.js"
 import { configOf, StateLoader } from "./StateLoader.js"
 
@@ -16,14 +15,22 @@ import { configOf, StateLoader } from "./StateLoader.js"
  * `startMonitors` / `stopMonitors` / `owns` for the monitors an instance runs, and the state loader.
  */
 
-/** Whether a maintenance window covers a monitor at an instant. The maintenance module provides it. */
+/**
+ * What the engine needs of maintenance windows: whether one covers a monitor at an instant, and where
+ * to count an incident one suppressed (on the history entry of each period covering the monitor).
+ * The engine owns the tag; the maintenance module (MaintenanceLive) implements it and src/App.ts
+ * wires the two: the way this codebase breaks an import cycle (docs/architecture.md).
+ */
 export class MaintenanceCheck extends Context.Tag("jobmon/MaintenanceCheck")<
   MaintenanceCheck,
-  { readonly inMaintenance: (monitorId: string, at: number) => boolean }
+  {
+    readonly inMaintenance: (monitorId: string, at: number) => boolean
+    readonly countSuppressed: (monitorId: string, type: IncidentType, at: number) => Effect.Effect<void>
+  }
 >() {}
 
-/** Before maintenance windows exist, nothing is ever in maintenance. */
-export const NoMaintenance = Layer.succeed(MaintenanceCheck, { inMaintenance: () => false })
+/** Nothing is ever in maintenance (an engine built without the maintenance module). */
+export const NoMaintenance = Layer.succeed(MaintenanceCheck, { inMaintenance: () => false, countSuppressed: () => Effect.void })
 
 /**
  * Starting and stopping the actors of a set of monitors: today the start-up (every monitor) and
@@ -52,7 +59,7 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
     const maintenance = yield* MaintenanceCheck
     const writer = yield* MonitorWriter
     const health = yield* HealthRefresh
-    const actors = yield* makeActors({ inMaintenance: (id, at) => maintenance.inMaintenance(id, at) })
+    const actors = yield* makeActors({ inMaintenance: (id, at) => maintenance.inMaintenance(id, at) }, maintenance.countSuppressed)
 
     // Start-up: every monitor's actor from the database, before the intake takes pings.
     const startedAt = yield* Clock.currentTimeMillis
@@ -72,13 +79,6 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
 
     /** A monitor was deleted: its actor stops. */
     const stop = (monitorId: string) => actors.stopMonitors([monitorId])
-
-    // Users' acknowledgements and resolutions reach the actor of the incident's monitor.
-    const relay = yield* IncidentRelay
-    yield* relay.connect({
-      changed: (change) =>
-        Effect.sync(() => actors.send(change.monitorId, { _tag: "IncidentChanged", type: change.type, status: change.status, at: change.at }))
-    })
 
     /** Resolves once every actor's mailbox is empty and the monitor rows are written (tests). Polls in real time, whatever the Clock. */
     const idle = Effect.gen(function*() {

@@ -1,5 +1,5 @@
 /**
- * The health score of a monitor (decisions §3): a number from 0 to 100 over the last 30 days.
+ * The health score of a monitor (docs/decisions.md#monitors): a number from 0 to 100 over the last 30 days.
  * Pure and deterministic; docs/incident-rules.md ("Health score") has the formula and worked
  * examples. The inputs are counts the database produces with one aggregate query.
  */

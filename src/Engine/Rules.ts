@@ -1,12 +1,13 @@
 /**
  * The incident rules: the whole judgement of one monitor as pure functions
- * (decisions §3 status, §5 incident rules, §14 time; docs/incident-rules.md explains every rule).
+ * (docs/decisions.md#monitors for statuses, #incident-rules, #time; docs/incident-rules.md explains every rule).
  *
  * `decide(state, event, ctx)` returns the next state and the effects the monitor's actor carries
  * out. Nothing here reads the clock: every instant comes with the event. Before an event is
  * applied, whatever fell due up to its instant is judged first (as if a Tick had come at that
  * instant), so the outcome does not depend on how promptly the actor delivered its Ticks.
  */
+import { iso } from "../Domain/Instant.js"
 import { nextOccurrence, previousOccurrence, type Schedule } from "../Monitors/Schedule.js"
 import { checkSlaOfHistory, type DurationVerdict, judgeDuration, learnHistory, type SlaVerdict } from "./Anomaly.js"
 import { DurationHistory } from "./DurationHistory.js"
@@ -109,7 +110,7 @@ const STATUS_OF_INCIDENT: Readonly<Record<IncidentType, MonitorStatus | null>> =
 }
 
 /**
- * decisions §3: PAUSED when paused; else the newest active incident (ANOMALY has no status of
+ * docs/decisions.md#monitors: PAUSED when paused; else the newest active incident (ANOMALY has no status of
  * its own and is skipped); else RUNNING while a run is open; else the last run (OK / FAILING);
  * NEW before the first ping.
  */
@@ -181,8 +182,6 @@ interface Draft {
   lastRunStatus: "SUCCESS" | "FAIL" | null
 }
 
-const iso = (t: number): string => new Date(t).toISOString()
-const isoOrNull = (t: number | null): string | null => (t === null ? null : iso(t))
 
 const raise = (
   d: Draft,
@@ -301,7 +300,7 @@ const collectMissed = (d: Draft, effects: Array<EngineEffect>, at: number, ctx: 
           details: {
             expectedAt: iso(expectedAt),
             graceSeconds: d.config.graceSeconds,
-            lastPingAt: isoOrNull(lastPingAt),
+            lastPingAt: iso(lastPingAt),
             missedOccurrences: count
           }
         })
@@ -394,7 +393,7 @@ const satisfy = (d: Draft, at: number, kind: "begin" | "end"): void => {
   if (kind === "end") return
   const cap = Math.max(d.config.graceSeconds * 1000, EARLY_FLOOR_MS)
   if (at < pending - cap) return
-  // Only now is the gap needed (previousOccurrence costs ~0.1 ms).
+  // Only now is the gap needed: previousOccurrence is the costly call here (docs/performance.md#time-zones).
   const previous = previousOccurrence(schedule, pending - 1)
   const window = previous === undefined ? cap : Math.min(cap, (pending - previous) / 2)
   if (at >= pending - window) d.nextExpectedAt = firstExpectedAfter(schedule, pending)

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, type Effect } from "effect"
 import type { IncidentStatus, IncidentType } from "../Engine/Model.js"
 
 /** A user acknowledged or resolved an incident (the engine's EngineEvent IncidentChanged). */
@@ -22,14 +22,3 @@ export class IncidentListener extends Context.Tag("jobmon/IncidentListener")<Inc
   /** Called after the change committed; its failures are logged, never the caller's. */
   readonly changed: (change: IncidentChange) => Effect.Effect<void>
 }>() {}
-
-/**
- * @deprecated The engine hears incident changes through IncidentListener (src/App.ts); `connect`
- * does nothing. Kept only so that src/Engine/Engine.ts compiles until its owner removes the call.
- */
-export class IncidentRelay extends Context.Tag("jobmon/IncidentRelay")<IncidentRelay, {
-  readonly connect: (listener: Context.Tag.Service<IncidentListener>) => Effect.Effect<void>
-}>() {}
-
-/** @deprecated See IncidentRelay. */
-export const IncidentRelayLive = Layer.succeed(IncidentRelay, { connect: () => Effect.void })

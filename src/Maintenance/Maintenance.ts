@@ -29,7 +29,6 @@ import {
   type WindowSchedule
 } from "./Model.js"
 import { MaintenanceScheduler } from "./Scheduler.js"
-import { MaintenanceSuppressions } from "./Suppressions.js"
 import { type IndexedWindow, remainingSeconds, statusOf, suppressingPeriod } from "./WindowIndex.js"
 
 /**
@@ -337,13 +336,19 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
 }) {}
 
 /**
- * The maintenance services, with the engine's two ports over them: MaintenanceCheck (defined by the
- * engine, answered by the index) and MaintenanceSuppressions (defined in ./Suppressions.ts, counted
- * by the scheduler). The engine imports neither service, only the tags.
+ * The maintenance services, with the engine's port over them: MaintenanceCheck (defined by the
+ * engine; answered by the index, suppressions counted by the scheduler). The engine imports no
+ * maintenance service, only its own tag.
  */
 export const MaintenanceLive = Layer.mergeAll(
-  Layer.effect(MaintenanceCheck, Effect.map(MaintenanceIndex, (index) => ({ inMaintenance: index.inMaintenance }))),
-  Layer.effect(MaintenanceSuppressions, Effect.map(MaintenanceScheduler, (scheduler) => ({ count: scheduler.countSuppressed }))),
+  Layer.effect(
+    MaintenanceCheck,
+    Effect.gen(function*() {
+      const index = yield* MaintenanceIndex
+      const scheduler = yield* MaintenanceScheduler
+      return { inMaintenance: index.inMaintenance, countSuppressed: scheduler.countSuppressed }
+    })
+  ),
   Maintenance.DefaultWithoutDependencies
 ).pipe(
   Layer.provideMerge(MaintenanceScheduler.DefaultWithoutDependencies),
