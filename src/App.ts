@@ -1,5 +1,8 @@
 import { Effect, Layer } from "effect"
 import { Accounts } from "./Auth/Accounts.js"
+import { ClusterKeepersLive, ClusterRunnerLive } from "./Cluster/Cluster.js"
+import { News } from "./Cluster/News.js"
+import type { IncidentStatus, IncidentType } from "./Engine/Model.js"
 import { Tokens } from "./Auth/Tokens.js"
 import { BootstrapLive } from "./Bootstrap.js"
 import { AppConfigLive, type AppConfig } from "./Config.js"
@@ -36,12 +39,28 @@ import { Stats } from "./Stats/Stats.js"
  * The engine hears users' acknowledgements and resolutions: Incidents' IncidentListener, implemented
  * over the engine (the actor of the incident's monitor gets an IncidentChanged event).
  */
-const EngineIncidentListener = Layer.effect(
+const EngineIncidentListener = Layer.scoped(
   IncidentListener,
-  Effect.map(Engine, (engine) => ({
-    changed: (change) =>
-      Effect.sync(() => engine.send(change.monitorId, { _tag: "IncidentChanged", type: change.type, status: change.status, at: change.at }))
-  }))
+  Effect.gen(function*() {
+    const engine = yield* Engine
+    const news = yield* News
+    // Cluster mode: the change may have been made on another instance than the monitor's owner.
+    yield* news.onChange((change) => {
+      if (change.k !== "incident") return
+      engine.send(change.monitorId, {
+        _tag: "IncidentChanged",
+        type: change.type as IncidentType,
+        status: change.status as IncidentStatus,
+        at: change.at
+      })
+    })
+    return {
+      changed: (change) =>
+        Effect.sync(() => engine.send(change.monitorId, { _tag: "IncidentChanged", type: change.type, status: change.status, at: change.at })).pipe(
+          Effect.zipRight(news.publish({ k: "incident", monitorId: change.monitorId, type: change.type, status: change.status, at: change.at }))
+        )
+    }
+  })
 )
 
 /** What the engine is built over: incidents, maintenance windows and the services the others share. */
@@ -56,6 +75,8 @@ const FoundationLive = Layer.mergeAll(
 )
 
 const CoreServicesLive = Layer.mergeAll(
+  // several instances: the shards' keepers, over the engine (src/Cluster/Cluster.ts)
+  ClusterKeepersLive,
   Monitors.Default,
   Intake.Default,
   Stats.Default,
@@ -67,7 +88,9 @@ const CoreServicesLive = Layer.mergeAll(
   EngineIncidentListener
 ).pipe(
   Layer.provideMerge(Engine.Default),
-  Layer.provideMerge(FoundationLive)
+  Layer.provideMerge(FoundationLive),
+  // one instance, or one of several: the cluster runner and where run-once work runs
+  Layer.provideMerge(Layer.mergeAll(ClusterRunnerLive, News.Default))
 )
 
 /** Outbound webhooks and their delivery worker (docs/delivery.md), over the core services. */

@@ -1,3 +1,4 @@
+import * as os from "node:os"
 import { Config, Context, Effect, Layer, LogLevel, Option, Redacted } from "effect"
 import { DEFAULT_MAX_ACTIVE_TOKENS_PER_ORG, DEFAULT_MAX_PENDING_INVITES_PER_ORG } from "./Auth/Limits.js"
 
@@ -47,6 +48,16 @@ export interface AppConfigShape {
   readonly maxMonitorsPerOrg: number
   /** Maintenance windows an organization may have (deleted ones do not count); 0 = no limit. */
   readonly maxMaintenanceWindowsPerOrg: number
+  /**
+   * Cluster mode (docs/operations.md#several-instances): the port this instance listens on for the
+   * other instances; undefined = one instance, no cluster.
+   */
+  readonly clusterPort: number | undefined
+  /** The address the other instances reach this one at. */
+  readonly clusterHost: string
+  /** How often an instance refreshes its shard locks, and after how long a silent one's shards are taken over. */
+  readonly clusterLockRefreshMs: number
+  readonly clusterLockExpirationMs: number
 }
 
 export class AppConfig extends Context.Tag("jobmon/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -122,13 +133,32 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   ),
   statementTimeoutMs: Config.integer("STATEMENT_TIMEOUT_MS").pipe(nonNegative(5_000)),
   maxMonitorsPerOrg: Config.integer("MAX_MONITORS_PER_ORG").pipe(nonNegative(10_000)),
-  maxMaintenanceWindowsPerOrg: Config.integer("MAX_MAINTENANCE_WINDOWS_PER_ORG").pipe(nonNegative(1_000))
+  maxMaintenanceWindowsPerOrg: Config.integer("MAX_MAINTENANCE_WINDOWS_PER_ORG").pipe(nonNegative(1_000)),
+  clusterPort: Config.option(Config.port("CLUSTER_PORT")),
+  clusterHost: Config.option(Config.string("CLUSTER_HOST")),
+  clusterLockRefreshMs: Config.integer("CLUSTER_LOCK_REFRESH_MS").pipe(
+    Config.withDefault(1_000),
+    Config.validate({ message: "CLUSTER_LOCK_REFRESH_MS must be between 100 and 60000", validation: (n) => n >= 100 && n <= 60_000 })
+  ),
+  clusterLockExpirationMs: Config.integer("CLUSTER_LOCK_EXPIRATION_MS").pipe(
+    Config.withDefault(5_000),
+    Config.validate({ message: "CLUSTER_LOCK_EXPIRATION_MS must be between 1000 and 600000", validation: (n) => n >= 1_000 && n <= 600_000 })
+  )
 }).pipe(
-  Config.map(({ publicUrl, ...rest }) => ({
+  Config.validate({
+    message: "CLUSTER_LOCK_EXPIRATION_MS must be at least twice CLUSTER_LOCK_REFRESH_MS",
+    validation: (c) => c.clusterLockExpirationMs >= 2 * c.clusterLockRefreshMs
+  }),
+  Config.map(({ clusterHost, clusterPort, publicUrl, ...rest }) => ({
     ...rest,
+    clusterPort: Option.getOrUndefined(clusterPort),
+    clusterHost: Option.getOrElse(clusterHost, () => (isWildcard(rest.host) ? os.hostname() : rest.host)),
     publicUrl: Option.getOrElse(publicUrl, () => `http://${rest.host}:${rest.port}`).replace(/\/+$/, "")
   }))
 )
+
+/** A listening address that is every interface, which the other instances cannot dial. */
+const isWildcard = (host: string) => host === "0.0.0.0" || host === "::" || host === "" || host === "[::]"
 
 export const AppConfigLive = Layer.effect(AppConfig, appConfig)
 

@@ -6,6 +6,7 @@ import { markLoaded, mayBeHeld, needsDurations, runsToMark } from "./HistoryLoad
 import type { Decision, EngineEffect, EngineEvent, IncidentType, MonitorConfig, MonitorState, RulesContext } from "./Model.js"
 import { MonitorWriter, writeRetry } from "./MonitorWriter.js"
 import { decide, nextDeadline } from "./Rules.js"
+import { shardOf, ShardSet } from "./Shards.js"
 import { type LoadedMonitors, StateLoader, withDurations } from "./StateLoader.js"
 
 /**
@@ -33,7 +34,12 @@ interface Actor {
   version: number
   deadline: number | null
   stopped: boolean
+  /** Cluster mode: the runs whose news this actor has had lately (news can come twice: from the database and from NOTIFY). */
+  seen: Array<string> | undefined
 }
+
+/** Cluster mode: how many recent run ids an actor remembers to drop news it already had. */
+const SEEN_MEMORY = 32
 
 const WORKERS = 16
 
@@ -49,6 +55,8 @@ export const makeActors = (
     const writer = yield* MonitorWriter
     const health = yield* HealthRefresh
     const incidents = yield* Incidents
+    const shards = yield* ShardSet
+    const clustered = shards.clustered
     const runtime = yield* Effect.runtime<never>()
     const actors = new Map<string, Actor>()
     const heap = new DeadlineHeap()
@@ -111,6 +119,22 @@ export const makeActors = (
 
     // ---- handling events --------------------------------------------------------------------
 
+    /** Cluster mode: news of a run this actor has already judged (it can come from the database and from NOTIFY). */
+    const alreadyHeard = (actor: Actor, event: EngineEvent): boolean => {
+      if (event._tag === "RunFinished") return actor.seen !== undefined && actor.seen.includes(event.run.id)
+      if (event._tag === "RunStarted") {
+        return (actor.seen !== undefined && actor.seen.includes(event.runId)) || actor.state.openRuns.some((r) => r.id === event.runId)
+      }
+      return false
+    }
+
+    const remember = (actor: Actor, event: EngineEvent) => {
+      if (event._tag !== "RunFinished") return
+      const seen = actor.seen ??= []
+      seen.push(event.run.id)
+      if (seen.length > SEEN_MEMORY) seen.shift()
+    }
+
     const carryOut = (actor: Actor, effect: EngineEffect) => {
       const config = actor.state.config
       switch (effect._tag) {
@@ -157,13 +181,36 @@ export const makeActors = (
         return markLoaded(actor.mailbox, durations.held, current)
       })
 
+    /**
+     * Cluster mode: before MISSED or LATE is raised, the runs the database holds since the last ping
+     * this actor heard of (news still on its way, or lost with an instance that died after its commit):
+     * when there are some, they are judged first and the deadline again after them.
+     */
+    const unheardRuns = (actor: Actor, event: EngineEvent, decision: Decision) =>
+      Effect.gen(function*() {
+        if (!clustered || event._tag !== "Tick") return false
+        if (!decision.effects.some((e) => e._tag === "RaiseIncident" && (e.type === "MISSED" || e.type === "LATE"))) return false
+        const since = actor.state.lastPingAt ?? actor.state.config.createdAt
+        const events = (yield* loader.eventsSince(actor.id, since)).filter((e) => !alreadyHeard(actor, e))
+        if (events.length === 0) return false
+        actor.mailbox.unshift(...events, { _tag: "Tick", at: event.at })
+        return true
+      })
+
     const handle = (actor: Actor, received: EngineEvent) =>
       Effect.gen(function*() {
         let event = received
+        if (clustered && alreadyHeard(actor, event)) return
+        if (event._tag === "RunFinished" && event.outputStored === true && event.run.status === "FAIL") {
+          const output = yield* loader.runOutput(event.run.id)
+          event = { ...event, run: { ...event.run, output }, outputStored: false }
+        }
         if (needsDurations(actor.state, event) && (!actor.durationsLoaded || mayBeHeld(actor.state, event))) {
           event = yield* loadDurations(actor, event)
         }
         const decision = decide(actor.state, event, ctx)
+        if (yield* unheardRuns(actor, event, decision)) return
+        if (clustered) remember(actor, event)
         commit(actor, event, decision)
         for (const effect of decision.effects) {
           yield* (carryOut(actor, effect) as Effect.Effect<unknown, unknown>).pipe(Effect.retry(writeRetry))
@@ -217,9 +264,9 @@ export const makeActors = (
         let started = 0
         for (const state of result.states) {
           const id = state.config.id
-          if (actors.has(id)) continue
+          if (actors.has(id) || !shards.ownsMonitor(id)) continue
           const durationsLoaded = result.durationsLoaded.has(id)
-          const actor: Actor = { id, state, durationsLoaded, mailbox: [], busy: false, version: 0, deadline: null, stopped: false }
+          const actor: Actor = { id, state, durationsLoaded, mailbox: [], busy: false, version: 0, deadline: null, stopped: false, seen: undefined }
           actors.set(id, actor)
           reschedule(actor)
           started++
@@ -241,12 +288,39 @@ export const makeActors = (
 
     const owns = (monitorId: string) => actors.has(monitorId)
 
+    /**
+     * Cluster mode: this instance now owns these shards; their monitors' actors are rebuilt from
+     * the database (a deadline that passed while nobody owned them fires at once). Answers how many started.
+     */
+    const startShards = (ids: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        for (const shard of ids) shards.add(shard)
+        const monitorIds = yield* loader.monitorIdsOfShards(ids)
+        return monitorIds.length === 0 ? 0 : yield* startMonitors(monitorIds)
+      })
+
+    /** Cluster mode: these shards go to another instance; their actors stop first. Answers how many stopped. */
+    const stopShards = (ids: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        for (const shard of ids) shards.remove(shard)
+        const leaving = new Set(ids)
+        const stopping: Array<Actor> = []
+        for (const actor of actors.values()) if (leaving.has(shardOf(actor.id))) stopping.push(actor)
+        yield* stopMonitors(stopping.map((a) => a.id))
+        // An event being handled finishes (its incident, say) before the shard is let go.
+        for (let waited = 0; waited < 5_000 && stopping.some((a) => a.busy); waited += 5) {
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+        }
+        return stopping.length
+      })
+
     // ---- delivering events --------------------------------------------------------------------
 
     /** Delivers an event to a monitor's actor (starting the actor if this instance has none yet). */
     const send = (monitorId: string, event: EngineEvent): void => {
       const actor = actors.get(monitorId)
       if (actor !== undefined) {
+        if (clustered && alreadyHeard(actor, event)) return
         // The common case, a ping that changes nothing but the monitor's row, is decided right here:
         // the actor is idle (nothing queued before this event), so this is still its next message,
         // handled alone. Anything that needs the database goes through the mailbox.
@@ -258,6 +332,7 @@ export const makeActors = (
             decision = undefined
           }
           if (decision !== undefined && decision.effects.every(isImmediate)) {
+            if (clustered) remember(actor, event)
             commit(actor, event, decision)
             // Plain calls: a fiber per ping (Effect.runSync) cost more than the decision itself.
             for (const effect of decision.effects) {
@@ -271,6 +346,8 @@ export const makeActors = (
         }
         return enqueue(actor, event)
       }
+      // Another instance judges it (cluster mode): its owner hears of the event on its own.
+      if (!shards.ownsMonitor(monitorId)) return
       // A monitor this instance has not seen (created elsewhere): load it, then deliver.
       Runtime.runFork(runtime)(
         startMonitors([monitorId]).pipe(
@@ -293,6 +370,8 @@ export const makeActors = (
       send,
       startMonitors,
       stopMonitors,
+      startShards,
+      stopShards,
       owns,
       run,
       stats,

@@ -4,6 +4,7 @@ import { makeActors } from "./Actors.js"
 import { HealthRefresh } from "./HealthRefresh.js"
 import type { EngineEvent, IncidentType } from "./Model.js"
 import { MonitorWriter } from "./MonitorWriter.js"
+import { ShardSet } from "./Shards.js"
 import { configOf, StateLoader } from "./StateLoader.js"
 
 /**
@@ -58,14 +59,18 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
   scoped: Effect.gen(function*() {
     const maintenance = yield* MaintenanceCheck
     const writer = yield* MonitorWriter
+    const shards = yield* ShardSet
     const health = yield* HealthRefresh
     const actors = yield* makeActors({ inMaintenance: (id, at) => maintenance.inMaintenance(id, at) }, maintenance.countSuppressed)
 
-    // Start-up: every monitor's actor from the database, before the intake takes pings.
-    const startedAt = yield* Clock.currentTimeMillis
-    yield* actors.startMonitors()
-    const loadedMs = (yield* Clock.currentTimeMillis) - startedAt
-    yield* Effect.logInfo(`incident engine: ${actors.size()} monitor actors rebuilt in ${loadedMs} ms`)
+    // Start-up: every monitor's actor from the database, before the intake takes pings. In cluster
+    // mode, only those of the shards this instance acquires, as it acquires them (src/Cluster/Cluster.ts).
+    if (!shards.clustered) {
+      const startedAt = yield* Clock.currentTimeMillis
+      yield* actors.startMonitors()
+      const loadedMs = (yield* Clock.currentTimeMillis) - startedAt
+      yield* Effect.logInfo(`incident engine: ${actors.size()} monitor actors rebuilt in ${loadedMs} ms`)
+    }
     yield* actors.run
     yield* health.run(actors.configOf)
 
@@ -96,6 +101,9 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       startMonitors: seams.startMonitors,
       stopMonitors: seams.stopMonitors,
       owns: seams.owns,
+      /** Cluster mode: the shards this instance acquires and releases (src/Cluster/Cluster.ts). */
+      startShards: actors.startShards,
+      stopShards: actors.stopShards,
       upsert,
       stop,
       stateOf: (monitorId: string) => Option.fromNullable(actors.stateOf(monitorId)),
@@ -106,5 +114,5 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       size: actors.size
     } as const
   }),
-  dependencies: [StateLoader.Default, MonitorWriter.Default, HealthRefresh.Default]
+  dependencies: [StateLoader.Default, MonitorWriter.Default, HealthRefresh.Default, ShardSet.Default]
 }) {}

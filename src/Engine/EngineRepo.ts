@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { withoutStatementTimeoutOn } from "../Db/StatementTimeout.js"
 import type { MonitorRow } from "../Monitors/MonitorsRepo.js"
 import { type ActiveIncident, DURATION_MEMORY, type Severity } from "./Model.js"
+import { shardOfSql } from "./Shards.js"
 
 /**
  * The incident engine's SQL: what the monitor actors are rebuilt from (src/Engine/StateLoader.ts),
@@ -72,6 +73,17 @@ const monitorColumns = `id, org_id, name, schedule_type, schedule_expression, ti
   max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, paused, status,
   health_score, last_ping_at, next_expected_at, created_at, updated_at, last_run_status`
 
+export interface RunSinceRow {
+  readonly id: string
+  readonly status: "RUNNING" | "SUCCESS" | "FAIL"
+  readonly started_at: Date
+  readonly finished_at: Date | null
+  readonly duration_ms: string | number | null
+  readonly exit_code: number | null
+  readonly start_inferred: boolean
+  readonly output: string | null
+}
+
 export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -129,6 +141,37 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
         ) d
         group by m.id`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.recentDurations"))
 
+    /** The ids of the monitors (not deleted) of these shards (cluster mode: src/Engine/Shards.ts). */
+    const monitorIdsOfShards = (shards: ReadonlyArray<number>) =>
+      sql<{ id: string }>`
+        select id from monitors
+        where deleted_at is null and ${sql.literal(shardOfSql("id"))} = any(${shards as Array<number>}::int[])`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id)),
+        Effect.orDie,
+        Effect.withSpan("EngineRepo.monitorIdsOfShards")
+      )
+
+    /**
+     * A monitor's runs that started or finished after `since` (epoch ms), oldest news first: what
+     * an actor checks before it raises MISSED or LATE in cluster mode (news of a ping may still be on
+     * its way, or lost with the instance that took it).
+     */
+    const runsSince = (monitorId: string, since: number) =>
+      sql<RunSinceRow>`
+        select id, status, started_at, finished_at, duration_ms, exit_code, start_inferred, output
+        from runs
+        where monitor_id = ${monitorId} and (started_at > ${new Date(since)} or finished_at > ${new Date(since)})
+        order by coalesce(finished_at, started_at), id
+        limit 100`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.runsSince"))
+
+    /** The output stored with a run (news of a failed run travels without it). */
+    const runOutput = (runId: string) =>
+      sql<{ output: string | null }>`select output from runs where id = ${runId}`.pipe(
+        Effect.map((rows) => rows[0]?.output ?? null),
+        Effect.orDie,
+        Effect.withSpan("EngineRepo.runOutput")
+      )
+
     /** Derived fields of many monitors in one statement (the caller retries: SqlError stays an error). */
     const writeMonitorStates = (c: MonitorStateColumns) =>
       sql`
@@ -179,7 +222,10 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
       writeMonitorStates,
       healthCounts,
       openIncidentsBySeverity,
-      writeHealthScores
+      writeHealthScores,
+      monitorIdsOfShards,
+      runsSince,
+      runOutput
     } as const
   })
 }) {}

@@ -96,6 +96,8 @@ export type EngineEvent =
     readonly run: FinishedRun
     readonly at: number
     readonly history?: "kept" | "notKept" | undefined
+    /** Cluster mode: the run has output, stored with it but not carried by the news (the actor reads it). */
+    readonly outputStored?: boolean | undefined
   }
   /** The clock reached (or passed) the state's next deadline. */
   | { readonly _tag: "Tick"; readonly at: number }

@@ -3,7 +3,7 @@ import { scheduleOf } from "../Monitors/StoredSchedule.js"
 import type { MonitorRow } from "../Monitors/MonitorsRepo.js"
 import { DurationHistory } from "./DurationHistory.js"
 import { type ActiveIncidentRow, EngineRepo, type EngineMonitorRow, type OpenRunRow } from "./EngineRepo.js"
-import { type ActiveIncident, DURATION_MEMORY, type MonitorConfig, type MonitorState, type OpenRunState } from "./Model.js"
+import { type ActiveIncident, DURATION_MEMORY, type EngineEvent, type MonitorConfig, type MonitorState, type OpenRunState } from "./Model.js"
 import { initialState } from "./Rules.js"
 
 /**
@@ -143,7 +143,43 @@ export class StateLoader extends Effect.Service<StateLoader>()("jobmon/StateLoad
         return { states, durationsLoaded, invalid } satisfies LoadedMonitors
       })
 
-    return { loadMonitors, loadDurations } as const
+    /** The ids of the monitors of these shards (cluster mode). */
+    const monitorIdsOfShards = (shards: ReadonlyArray<number>) => repo.monitorIdsOfShards(shards).pipe(repo.withoutStatementTimeout, Effect.orDie)
+
+    /**
+     * A monitor's runs that started or finished after `since`, as the events the actor would have
+     * had (cluster mode: checked before MISSED or LATE is raised).
+     */
+    const eventsSince = (monitorId: string, since: number) =>
+      Effect.map(repo.runsSince(monitorId, since), (rows) => {
+        const events: Array<EngineEvent> = []
+        for (const r of rows) {
+          const startedAt = r.started_at.getTime()
+          if (r.status === "RUNNING" || (r.finished_at !== null && startedAt > since && !r.start_inferred)) {
+            events.push({ _tag: "RunStarted", runId: r.id, at: startedAt })
+          }
+          if (r.status !== "RUNNING" && r.finished_at !== null) {
+            const finishedAt = r.finished_at.getTime()
+            events.push({
+              _tag: "RunFinished",
+              at: finishedAt,
+              run: {
+                id: r.id,
+                status: r.status,
+                startedAt,
+                finishedAt,
+                durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
+                exitCode: r.exit_code,
+                output: r.output,
+                startInferred: r.start_inferred
+              }
+            })
+          }
+        }
+        return events
+      })
+
+    return { loadMonitors, loadDurations, monitorIdsOfShards, eventsSince, runOutput: repo.runOutput } as const
   }),
   dependencies: [EngineRepo.Default]
 }) {}

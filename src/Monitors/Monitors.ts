@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Either } from "effect"
+import { Clock, Effect, Either, Queue } from "effect"
+import { type Change, News } from "../Cluster/News.js"
 import { AppConfig } from "../Config.js"
 import { Conflict, notFound, ValidationError } from "../Domain/Errors.js"
 import { isUuid } from "../Domain/Ids.js"
@@ -58,13 +59,14 @@ export const checkSchedule = (input: ScheduleInput, path = "schedule") =>
 const monitorNotFound = (id: string) => notFound("Monitor", id)
 
 export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
-  dependencies: [MonitorsRepo.Default, MonitorCache.Default, Events.Default, Engine.Default],
-  effect: Effect.gen(function*() {
+  dependencies: [MonitorsRepo.Default, MonitorCache.Default, Events.Default, Engine.Default, News.Default],
+  scoped: Effect.gen(function*() {
     const repo = yield* MonitorsRepo
     const cache = yield* MonitorCache
     const sql = yield* SqlClient.SqlClient
     const events = yield* Events
     const engine = yield* Engine
+    const news = yield* News
     const maxMonitors = (yield* AppConfig).maxMonitorsPerOrg
 
     const find = (orgId: string, id: string) =>
@@ -108,6 +110,7 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
         ).pipe(Effect.catchTag("SqlError", (e) => Effect.die(e)))
         yield* cache.put(row)
         yield* engine.upsert(row, now)
+        yield* news.publish({ k: "monitor", orgId, id: row.id })
         return row
       })
 
@@ -146,6 +149,7 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
         if (row === undefined) return yield* monitorNotFound(id)
         yield* cache.put(row)
         yield* engine.upsert(row, now)
+        yield* news.publish({ k: "monitor", orgId, id })
         return row
       })
 
@@ -163,6 +167,7 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
         ).pipe(Effect.orDie)
         if (row === undefined) return yield* monitorNotFound(id)
         yield* engine.upsert(row, now)
+        yield* news.publish({ k: "monitor", orgId, id })
         return row
       })
 
@@ -177,7 +182,36 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
         if (!deleted) return yield* monitorNotFound(id)
         yield* cache.remove(id)
         yield* engine.stop(id)
+        yield* news.publish({ k: "monitorDeleted", orgId, id })
       })
+
+    // Cluster mode: a monitor changed on another instance. Its ping cache follows, and its actor if
+    // this instance owns it. One change at a time, in the order they were published.
+    if (news.clustered) {
+      const changes = yield* Queue.unbounded<Change>()
+      yield* news.onChange((change) => {
+        if (change.k === "monitor" || change.k === "monitorDeleted") Queue.unsafeOffer(changes, change)
+      })
+      const apply = (change: Change) =>
+        Effect.gen(function*() {
+          if (change.k === "monitorDeleted") {
+            yield* cache.remove(change.id)
+            yield* engine.stop(change.id)
+            return
+          }
+          if (change.k !== "monitor") return
+          const row = yield* repo.findById(change.orgId, change.id)
+          const now = yield* Clock.currentTimeMillis
+          if (row === undefined) {
+            yield* cache.remove(change.id)
+            yield* engine.stop(change.id)
+            return
+          }
+          yield* cache.put(row)
+          yield* engine.upsert(row, now)
+        }).pipe(Effect.catchAllCause((cause) => Effect.logError(`cluster: could not apply a change of monitor ${change.k === "monitor" || change.k === "monitorDeleted" ? change.id : ""}`, cause)))
+      yield* Queue.take(changes).pipe(Effect.flatMap(apply), Effect.forever, Effect.forkScoped)
+    }
 
     const page = (orgId: string, page: number, limit: number) => repo.page(orgId, (page - 1) * limit, limit)
 

@@ -9,6 +9,7 @@ import { jsonNestedDeeperThan, tooDeepMessage } from "../Domain/Json.js"
 import { firstProblem } from "../Http/Errors.js"
 import { rateLimitHeaders, takeToken } from "../Http/RateLimit.js"
 import { isUuid, newTimeOrderedId } from "../Domain/Ids.js"
+import { type NewsRun, News } from "../Cluster/News.js"
 import { Engine } from "../Engine/Engine.js"
 import type { EngineEvent } from "../Engine/Model.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
@@ -108,18 +109,20 @@ const pairingContext = (info: MonitorInfo, state: MonitorPingState): PairingCont
 })
 
 export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
-  dependencies: [MonitorCache.Default],
+  dependencies: [MonitorCache.Default, News.Default],
   scoped: Effect.gen(function*() {
     const config = yield* AppConfig
     const tokens = yield* Tokens
     const monitors = yield* MonitorCache
     const engine = yield* Engine
+    const news = yield* News
     const database = yield* Database
     const sql = yield* SqlClient.SqlClient
     const clock = yield* Effect.clock
     const runtime = yield* Effect.runtime<never>()
     const writer = new RunWriter(database.pool, config.pingWriterLanes)
     yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
+    if (news.clustered) writer.newsOrigin = news.origin
 
     /**
      * Committed pings of the batch being answered, for the incident engine: monitor id, event,
@@ -148,13 +151,75 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       }
       return state
     }
-    const open = yield* sql<{ id: string; monitor_id: string; started_at: Date }>`
-      select id, monitor_id, started_at from runs where status = 'RUNNING'`.pipe(Effect.orDie)
-    const now0 = clock.unsafeCurrentTimeMillis()
-    for (const run of open) {
-      const state = stateOf(run.monitor_id, now0)
-      state.openRuns = [...state.openRuns, { id: run.id, startedAt: run.started_at.getTime() }]
+    const loadOpenRuns = Effect.gen(function*() {
+      const open = yield* sql<{ id: string; monitor_id: string; started_at: Date }>`
+        select id, monitor_id, started_at from runs where status = 'RUNNING'`.pipe(Effect.orDie)
+      const now0 = clock.unsafeCurrentTimeMillis()
+      const byMonitor = new Map<string, Array<OpenRun>>()
+      for (const run of open) {
+        let runs = byMonitor.get(run.monitor_id)
+        if (runs === undefined) byMonitor.set(run.monitor_id, runs = [])
+        runs.push({ id: run.id, startedAt: run.started_at.getTime() })
+      }
+      for (const [id, state] of states) if (!byMonitor.has(id)) state.openRuns = []
+      for (const [id, runs] of byMonitor) stateOf(id, now0).openRuns = runs
+    })
+    yield* loadOpenRuns
+
+    // ---- several instances (src/Cluster/News.ts) ---------------------------------------------
+    // Runs committed by the other instances: this instance's pairing learns their starts and
+    // finishes, and the engine judges those of the monitors this instance owns.
+    const applyNews = (runs: ReadonlyArray<NewsRun>) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      for (const r of runs) {
+        const state = stateOf(r.monitorId, now)
+        if (r.status === "RUNNING") {
+          if (!state.openRuns.some((o) => o.id === r.id) && !state.finished.includes(r.id)) {
+            state.openRuns = [...state.openRuns, { id: r.id, startedAt: r.startedAt }]
+          }
+          engine.send(r.monitorId, { _tag: "RunStarted", runId: r.id, at: r.startedAt })
+        } else {
+          if (state.openRuns.some((o) => o.id === r.id)) state.openRuns = state.openRuns.filter((o) => o.id !== r.id)
+          if (!state.finished.includes(r.id)) {
+            state.finished.push(r.id)
+            if (state.finished.length > FINISHED_MEMORY) state.finished.shift()
+          }
+          const finishedAt = r.finishedAt ?? r.pingAt
+          engine.send(r.monitorId, {
+            _tag: "RunFinished",
+            at: finishedAt,
+            run: {
+              id: r.id,
+              status: r.status,
+              startedAt: r.startedAt,
+              finishedAt,
+              durationMs: r.durationMs,
+              exitCode: r.exitCode,
+              output: null,
+              startInferred: r.startInferred
+            },
+            outputStored: r.hasOutput
+          })
+        }
+      }
     }
+    if (news.clustered) {
+      yield* news.onPings(applyNews)
+      yield* news.onResync(loadOpenRuns)
+      yield* news.onChange((change) => {
+        if (change.k === "monitorDeleted") states.delete(change.id)
+      })
+    }
+
+    /**
+     * Cluster mode: a finish that names no run this instance knows open, or finds none open, may
+     * close a run another instance started a moment ago; it is paired once this instance has heard
+     * everything committed before it arrived (one marker per batch of such pings, about a
+     * millisecond: src/Cluster/News.ts, `afterCatchUp`).
+     */
+    const needsCatchUp = (kind: PingKind, state: MonitorPingState, runId: string | undefined): boolean =>
+      news.clustered && kind !== "start" &&
+      (runId === undefined ? state.openRuns.length === 0 : !state.openRuns.some((r) => r.id === runId) && !state.finished.includes(runId))
 
     const run = <A>(effect: Effect.Effect<A>, callback: (a: A | undefined) => void) =>
       Runtime.runCallback(runtime)(effect, {
@@ -221,6 +286,13 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
             : errorReply("NotFound", `Run ${ping.runId} does not exist for this monitor.`)
         )
       }
+      if (needsCatchUp(request.kind, state, ping.runId)) {
+        return news.afterCatchUp(() => pairAndWrite(request, info, ping, now, state, reply))
+      }
+      pairAndWrite(request, info, ping, now, state, reply)
+    }
+
+    const pairAndWrite = (request: PingRequest, info: MonitorInfo, ping: PingBody, now: number, state: MonitorPingState, reply: (r: PingReply) => void) => {
       const output = ping.output !== undefined && info.captureOutput && request.kind !== "start"
         ? prepareOutput(ping.output, info.maxOutputSizeKb * 1024)
         : undefined

@@ -1,4 +1,5 @@
 import type pg from "pg"
+import { encodePingNews, NEWS_CHANNEL } from "../Cluster/News.js"
 import { PING_EVENTS_LOCK_KEY } from "../Events/EventsRepo.js"
 import type { RunRow } from "./Pairing.js"
 
@@ -28,13 +29,14 @@ const RUN_VALUES_SQL = `id, monitor_id, org_id, status, to_timestamp(started_ms 
  * finish in one batch are one row here (the finish), which the upsert inserts. `extra` adds CTEs
  * after `input` (the ping events).
  */
-const runsStatement = (extra: string) => `
+const runsStatement = (extra: string, newsParam?: number) => `
 with input as (
-  select * from unnest(
+  select t.* from unnest(
     $1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::float8[], $6::bool[], $7::float8[], $8::int8[],
     $9::int4[], $10::text[], $11::bool[], $12::int4[]
   ) as t(id, monitor_id, org_id, status, started_ms, start_inferred, finished_ms, duration_ms,
-         exit_code, output, output_truncated, output_bytes)
+         exit_code, output, output_truncated, output_bytes)${newsParam === undefined ? "" : `
+  cross join (select count(pg_notify('${NEWS_CHANNEL}', n)) from unnest($${newsParam}::text[]) as n) as news`}
 )${extra}, fresh as (
   insert into runs (${RUN_COLUMNS_SQL})
   select ${RUN_VALUES_SQL}
@@ -53,6 +55,13 @@ on conflict (id, started_at) do update set
 const UPSERT = runsStatement("")
 
 /**
+ * Cluster mode: the same statements, also notifying the other instances of the runs they commit
+ * (src/Cluster/News.ts), in the same transaction: the notifications go out at commit, in commit
+ * order, and never for a batch that rolled back. The extra parameter is the payloads' text array.
+ */
+const UPSERT_NEWS = runsStatement("", 13)
+
+/**
  * The same, also recording one `ping.received` event per ping (docs/events.md) in the same
  * statement: a narrow row of `ping_events` (sql/0011_ping_events.sql) from seven array columns of
  * the pings in arrival order ($13…$19). The payload is built when the event is read (the view
@@ -60,7 +69,7 @@ const UPSERT = runsStatement("")
  * commit, so `seq` becomes visible in order (the webhook feed reads "seq > N") even with several
  * writer lanes.
  */
-const UPSERT_WITH_EVENTS = runsStatement(`, recorded as (
+const pingEventsCte = `, recorded as (
   insert into ping_events (org_id, monitor_id, run_id, status, at, duration_ms, exit_code)
   select e.org_id, e.monitor_id, e.run_id, e.status, to_timestamp(e.at_ms / 1000.0), e.duration_ms, e.exit_code
   from (select pg_advisory_xact_lock(${PING_EVENTS_LOCK_KEY})) lock,
@@ -68,7 +77,9 @@ const UPSERT_WITH_EVENTS = runsStatement(`, recorded as (
          with ordinality as e(run_id, monitor_id, org_id, status, at_ms, duration_ms, exit_code, ord)
   order by e.ord
   returning 1
-)`)
+)`
+const UPSERT_WITH_EVENTS = runsStatement(pingEventsCte)
+const UPSERT_WITH_EVENTS_NEWS = runsStatement(pingEventsCte, 20)
 
 /** Array literals of `width` columns over `items`: `fill(item, i, cols)` sets element i of each column. */
 const arrayLiterals = <T>(items: ReadonlyArray<T>, width: number, fill: (item: T, i: number, cols: Array<Array<string>>) => void): Array<string> => {
@@ -212,6 +223,9 @@ export class RunWriter {
    */
   pingEvents: "none" | PingEventScope = "none"
 
+  /** Cluster mode: this instance's origin tag, and every batch notifies its runs (src/Cluster/News.ts). */
+  newsOrigin: string | undefined = undefined
+
   /**
    * `lanes` batches may be in flight at once, each on its own connection. More than one only pays
    * where a commit takes milliseconds (network storage): on a local disk the service's own thread
@@ -322,9 +336,18 @@ export class RunWriter {
     const events = only === "none"
       ? []
       : batch.filter((p) => only.orgs.has(p.row.orgId) || only.monitors.has(p.row.monitorId))
-    const query = events.length > 0
-      ? { name: "jobmon_runs_upsert_events", text: UPSERT_WITH_EVENTS, values: [...columnsOf(rows), ...eventColumnsOf(events)] }
-      : { name: "jobmon_runs_upsert", text: UPSERT, values: columnsOf(rows) }
+    const origin = this.newsOrigin
+    const query = origin === undefined
+      ? events.length > 0
+        ? { name: "jobmon_runs_upsert_events", text: UPSERT_WITH_EVENTS, values: [...columnsOf(rows), ...eventColumnsOf(events)] }
+        : { name: "jobmon_runs_upsert", text: UPSERT, values: columnsOf(rows) }
+      : events.length > 0
+      ? {
+        name: "jobmon_runs_upsert_events_news",
+        text: UPSERT_WITH_EVENTS_NEWS,
+        values: [...columnsOf(rows), ...eventColumnsOf(events), encodePingNews(origin, rows)]
+      }
+      : { name: "jobmon_runs_upsert_news", text: UPSERT_NEWS, values: [...columnsOf(rows), encodePingNews(origin, rows)] }
     this.send(lane, query, (error) => {
       if (error === undefined) {
         // Committed. The next batch goes to PostgreSQL first (it holds only pings that arrived

@@ -1,0 +1,249 @@
+import { Entity, EntityId, RunnerAddress, ShardId, Sharding } from "@effect/cluster"
+import { NodeClusterSocket } from "@effect/platform-node"
+import { Rpc } from "@effect/rpc"
+import { SqlClient } from "@effect/sql"
+import { Cause, Clock, ConfigProvider, Context, Duration, Effect, Layer, Option, type Scope } from "effect"
+import * as net from "node:net"
+import { AppConfig } from "../Config.js"
+import { Engine } from "../Engine/Engine.js"
+import { SHARDS } from "../Engine/Shards.js"
+
+/**
+ * Several instances, one service (docs/operations.md#several-instances).
+ *
+ * `@effect/cluster` owns the membership and the shards: every instance is a runner; shard k is
+ * owned through a PostgreSQL advisory lock by one runner at a time, and moves when a runner joins,
+ * leaves (SIGTERM: handed over) or stops refreshing its locks (kill -9, a lost database connection:
+ * after CLUSTER_LOCK_EXPIRATION_MS). Monitors are hashed into the same SHARDS shards
+ * (src/Engine/Shards.ts). For each shard a **keeper entity** lives on its owner: building it starts
+ * the actors of the shard's monitors from the database, and its finalizer stops them. The cluster
+ * closes an entity before it lets the shard's lock go, so a shard's actors stop on the old owner
+ * before the new owner starts them. Keepers never idle out; each instance wakes those of the
+ * shards it holds (a local message) every KEEPER_WAKE.
+ *
+ * Work that must run once (maintenance transitions, the rollup refresh, retention) runs as a cluster
+ * singleton through `Background` (with one instance: a plain background fiber).
+ */
+
+/** How often an instance checks that each shard it holds has its keeper running. */
+const KEEPER_WAKE = "200 millis"
+
+/** Runs background work once across the instances (a cluster singleton), or here with one instance. */
+export class Background extends Context.Tag("jobmon/Background")<
+  Background,
+  {
+    /** Runs `effect` (a loop that never ends) on exactly one instance; it moves if that one goes. */
+    readonly singleton: (name: string, effect: Effect.Effect<void>) => Effect.Effect<void, never, Scope.Scope>
+  }
+>() {}
+
+export const BackgroundLocal = Layer.succeed(Background, {
+  singleton: (_name, effect) => Effect.asVoid(Effect.forkScoped(effect))
+})
+
+/** What this instance knows of the cluster, for `GET /api/cluster` and the logs. */
+export interface ClusterView {
+  readonly clustered: boolean
+  readonly address: string | undefined
+  readonly shards: () => ReadonlyArray<number>
+  readonly changedAt: () => number | undefined
+}
+
+export class ClusterState extends Context.Tag("jobmon/ClusterState")<ClusterState, ClusterView>() {}
+
+export const ClusterStateLocal = Layer.succeed(ClusterState, {
+  clustered: false,
+  address: undefined,
+  shards: () => [],
+  changedAt: () => undefined
+})
+
+const Keeper = Entity.make("MonitorShard", [Rpc.make("Wake")])
+
+/** Whether something accepts TCP connections at host:port within `ms`. */
+const reachable = (host: string, port: number, ms: number) =>
+  Effect.async<boolean>((resume) => {
+    const socket = net.connect({ host, port })
+    const done = (ok: boolean) => {
+      socket.removeAllListeners()
+      socket.destroy()
+      resume(Effect.succeed(ok))
+    }
+    socket.setTimeout(ms, () => done(false))
+    socket.once("connect", () => done(true))
+    socket.once("error", () => done(false))
+    return Effect.sync(() => socket.destroy())
+  })
+
+/** Whether something already listens on the port (to say so plainly instead of a socket error). */
+const portInUse = (host: string, port: number) =>
+  Effect.async<boolean>((resume) => {
+    const server = net.createServer()
+    server.once("error", (e: NodeJS.ErrnoException) => resume(Effect.succeed(e.code === "EADDRINUSE")))
+    server.listen(port, host, () => server.close(() => resume(Effect.succeed(false))))
+  })
+
+export class ClusterStartError extends Error {}
+
+/** The cluster runner of this instance: none with one instance. */
+export class ClusterRunner extends Context.Tag("jobmon/ClusterRunner")<
+  ClusterRunner,
+  { readonly sharding: Sharding.Sharding["Type"] | undefined }
+>() {}
+
+/**
+ * Cluster mode's layers: the runner (sharding over PostgreSQL, a TCP server on CLUSTER_PORT),
+ * `Background` as singletons, and the view of this instance. Needs the SqlClient and the config.
+ */
+export const ClusterRunnerLive = Layer.unwrapEffect(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const port = config.clusterPort
+  if (port === undefined) return Layer.mergeAll(BackgroundLocal, Layer.succeed(ClusterRunner, { sharding: undefined }))
+  const listenHost = config.host
+  if (yield* portInUse(listenHost, port)) {
+    return yield* Effect.die(
+      new ClusterStartError(`CLUSTER_PORT ${port} is already in use on ${listenHost}: choose a free port for this instance's cluster traffic.`)
+    )
+  }
+  const sharding = NodeClusterSocket.layer({
+    storage: "sql",
+    shardingConfig: {
+      runnerAddress: Option.some(RunnerAddress.make(config.clusterHost, port)),
+      runnerListenAddress: Option.some(RunnerAddress.make(listenHost, port)),
+      shardsPerGroup: SHARDS,
+      shardLockRefreshInterval: Duration.millis(config.clusterLockRefreshMs),
+      shardLockExpiration: Duration.millis(config.clusterLockExpirationMs),
+      refreshAssignmentsInterval: Duration.millis(Math.max(250, Math.floor(config.clusterLockRefreshMs / 2))),
+      runnerHealthCheckInterval: Duration.millis(Math.max(500, config.clusterLockRefreshMs * 2)),
+      entityMessagePollInterval: Duration.millis(config.clusterLockRefreshMs),
+      entityMaxIdleTime: Duration.infinity
+    }
+  }).pipe(
+    // The cluster reads its own settings from the environment in constant case (HOST, PORT…), which
+    // would take this service's HTTP settings for its own: it gets none but the ones given above.
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map()))),
+    Layer.orDie
+  )
+  const background = Layer.effect(
+    Background,
+    Effect.map(Sharding.Sharding, (s) => ({
+      singleton: (name: string, effect: Effect.Effect<void>) =>
+        s.registerSingleton(
+          name,
+          Effect.logInfo(`cluster: singleton ${name} runs here`).pipe(
+            Effect.zipRight(effect),
+            Effect.onInterrupt(() => Effect.logInfo(`cluster: singleton ${name} stops here`))
+          )
+        )
+    }))
+  )
+  const runner = Layer.effect(ClusterRunner, Effect.map(Sharding.Sharding, (sharding) => ({ sharding })))
+  return Layer.provide(Layer.mergeAll(background, runner), sharding)
+}))
+
+/**
+ * The keepers of the shards and the view of this instance (cluster mode; nothing with one
+ * instance). Over the engine and the runner.
+ */
+export const ClusterKeepersLive = Layer.unwrapEffect(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const port = config.clusterPort
+  const { sharding: shardingService } = yield* ClusterRunner
+  if (port === undefined || shardingService === undefined) return ClusterStateLocal
+  const address = `${config.clusterHost}:${port}`
+  const running = new Set<number>()
+  let changedAt: number | undefined
+
+  const keepers = Keeper.toLayer(
+    Effect.gen(function*() {
+      const engine = yield* Engine
+      const sql = yield* SqlClient.SqlClient
+      const entity = yield* Entity.CurrentAddress
+      const shard = entity.shardId.id
+      const started = yield* Clock.currentTimeMillis
+      const count = yield* engine.startShards([shard])
+      running.add(shard)
+      changedAt = yield* Clock.currentTimeMillis
+      yield* Effect.logInfo(`cluster: acquired shard ${shard}: ${count} monitors judged here (loaded in ${changedAt - started} ms)`)
+      yield* record(sql, address, running)
+      yield* Effect.addFinalizer(() =>
+        Effect.gen(function*() {
+          const stopped = yield* engine.stopShards([shard])
+          running.delete(shard)
+          changedAt = yield* Clock.currentTimeMillis
+          yield* Effect.logInfo(`cluster: released shard ${shard}: ${stopped} monitors no longer judged here`)
+          yield* record(sql, address, running).pipe(Effect.timeout("1 second"), Effect.ignore)
+        })
+      )
+      return { Wake: () => Effect.void }
+    }),
+    { maxIdleTime: Duration.infinity }
+  )
+
+  const wake = Layer.scopedDiscard(Effect.gen(function*() {
+    const sharding = yield* Sharding.Sharding
+    const sql = yield* SqlClient.SqlClient
+    const makeClient = yield* Keeper.client
+    // One entity id per shard: the first of "shard-<k>-<i>" that the cluster hashes to shard k.
+    const keeperIds = new Map<number, string>()
+    for (let i = 0; keeperIds.size < SHARDS && i < 1_000_000; i++) {
+      const id = `shard-${i}`
+      const shard = sharding.getShardId(EntityId.make(id), "default").id
+      if (!keeperIds.has(shard)) keeperIds.set(shard, id)
+    }
+    const waking = new Set<number>()
+    const tick = Effect.suspend(() => {
+      const wakes: Array<Effect.Effect<void>> = []
+      for (let shard = 1; shard <= SHARDS; shard++) {
+        if (running.has(shard) || waking.has(shard)) continue
+        if (!sharding.hasShardId(ShardId.make("default", shard))) continue
+        waking.add(shard)
+        wakes.push(
+          makeClient(keeperIds.get(shard)!).Wake().pipe(
+            Effect.timeout("10 seconds"),
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning(`cluster: could not start the keeper of shard ${shard}; retrying`, cause)
+            ),
+            Effect.ensuring(Effect.sync(() => waking.delete(shard)))
+          )
+        )
+      }
+      return wakes.length === 0 ? Effect.void : Effect.asVoid(Effect.forkDaemon(Effect.all(wakes, { concurrency: "unbounded", discard: true })))
+    })
+    yield* Effect.logInfo(`cluster: this instance is ${address}; ${SHARDS} shards shared with the others over the database`)
+    yield* record(sql, address, running).pipe(Effect.ignore)
+    yield* tick.pipe(Effect.zipRight(Effect.sleep(KEEPER_WAKE)), Effect.forever, Effect.forkScoped)
+    // Seen by GET /api/cluster: this instance is alive (every few seconds), and gone when it stops.
+    yield* record(sql, address, running).pipe(Effect.ignore, Effect.zipRight(Effect.sleep("5 seconds")), Effect.forever, Effect.forkScoped)
+    yield* Effect.addFinalizer(() => sql`delete from cluster_members where address = ${address}`.pipe(Effect.timeout("1 second"), Effect.ignore))
+    // Other instances must be able to reach this one at CLUSTER_HOST:CLUSTER_PORT.
+    if (!(yield* reachable(config.clusterHost, port, 3_000))) {
+      return yield* Effect.die(
+        new ClusterStartError(
+          `CLUSTER_HOST ${config.clusterHost} is not reachable at port ${port} from this instance, so the other instances cannot reach it either: ` +
+            `set CLUSTER_HOST to this machine's address on the network the instances share.`
+        )
+      )
+    }
+  }))
+
+  const view = Layer.succeed(ClusterState, {
+    clustered: true,
+    address,
+    shards: () => [...running].sort((a, b) => a - b),
+    changedAt: () => changedAt
+  })
+  return Layer.mergeAll(view, wake, keepers).pipe(Layer.provide(Layer.succeed(Sharding.Sharding, shardingService)))
+}))
+
+/** This instance's row of `cluster_members`: its shards, when they last changed, and that it is alive. */
+const record = (sql: SqlClient.SqlClient, address: string, running: ReadonlySet<number>) =>
+  sql`
+    insert into cluster_members (address, shards, changed_at, seen_at)
+    values (${address}, ${[...running].sort((a, b) => a - b)}::int[], now(), now())
+    on conflict (address) do update set
+      changed_at = case when cluster_members.shards = excluded.shards then cluster_members.changed_at else now() end,
+      shards = excluded.shards, seen_at = now()`.pipe(
+    Effect.asVoid,
+    Effect.catchAllCause((cause) => Effect.logDebug("cluster: could not record this instance's shards", cause))
+  )
