@@ -238,12 +238,12 @@ export const ClusterKeepersLive = Layer.unwrapEffect(Effect.gen(function*() {
 
 /** This instance's row of `cluster_members`: its shards, when they last changed, and that it is alive. */
 const record = (sql: SqlClient.SqlClient, address: string, running: ReadonlySet<number>) =>
-  sql`
+  Effect.suspend(() => sql`
     insert into cluster_members (address, shards, changed_at, seen_at)
     values (${address}, ${[...running].sort((a, b) => a - b)}::int[], now(), now())
     on conflict (address) do update set
       changed_at = case when cluster_members.shards = excluded.shards then cluster_members.changed_at else now() end,
-      shards = excluded.shards, seen_at = now()`.pipe(
+      shards = excluded.shards, seen_at = now()`).pipe(
     Effect.asVoid,
     Effect.catchAllCause((cause) => Effect.logDebug("cluster: could not record this instance's shards", cause))
   )
