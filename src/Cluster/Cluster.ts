@@ -2,7 +2,7 @@ import { Entity, EntityId, RunnerAddress, ShardId, Sharding } from "@effect/clus
 import { NodeClusterSocket } from "@effect/platform-node"
 import { Rpc } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
-import { Cause, Clock, ConfigProvider, Context, Duration, Effect, Layer, Option, type Scope } from "effect"
+import { Cause, Clock, ConfigProvider, Context, Duration, Effect, Layer, Option, Runtime, type Scope } from "effect"
 import * as net from "node:net"
 import { AppConfig } from "../Config.js"
 import { Engine } from "../Engine/Engine.js"
@@ -145,7 +145,7 @@ export const ClusterRunnerLive = Layer.unwrapEffect(Effect.gen(function*() {
  * The keepers of the shards and the view of this instance (cluster mode; nothing with one
  * instance). Over the engine and the runner.
  */
-export const ClusterKeepersLive = Layer.unwrapEffect(Effect.gen(function*() {
+export const ClusterKeepersLive = Layer.unwrapScoped(Effect.gen(function*() {
   const config = yield* AppConfig
   const port = config.clusterPort
   const { sharding: shardingService } = yield* ClusterRunner
@@ -153,6 +153,7 @@ export const ClusterKeepersLive = Layer.unwrapEffect(Effect.gen(function*() {
   const address = `${config.clusterHost}:${port}`
   const running = new Set<number>()
   let changedAt: number | undefined
+  const log = yield* shardLog(() => running.size)
 
   const keepers = Keeper.toLayer(
     Effect.gen(function*() {
@@ -164,14 +165,14 @@ export const ClusterKeepersLive = Layer.unwrapEffect(Effect.gen(function*() {
       const count = yield* engine.startShards([shard])
       running.add(shard)
       changedAt = yield* Clock.currentTimeMillis
-      yield* Effect.logInfo(`cluster: acquired shard ${shard}: ${count} monitors judged here (loaded in ${changedAt - started} ms)`)
+      log.acquired(shard, count, changedAt - started)
       yield* record(sql, address, running)
       yield* Effect.addFinalizer(() =>
         Effect.gen(function*() {
           const stopped = yield* engine.stopShards([shard])
           running.delete(shard)
           changedAt = yield* Clock.currentTimeMillis
-          yield* Effect.logInfo(`cluster: released shard ${shard}: ${stopped} monitors no longer judged here`)
+          log.released(shard, stopped)
           yield* record(sql, address, running).pipe(Effect.timeout("1 second"), Effect.ignore)
         })
       )
@@ -235,6 +236,43 @@ export const ClusterKeepersLive = Layer.unwrapEffect(Effect.gen(function*() {
   })
   return Layer.mergeAll(view, wake, keepers).pipe(Layer.provide(Layer.succeed(Sharding.Sharding, shardingService)))
 }))
+
+/**
+ * The log line of every acquisition and release: the shards that moved together (a start, a
+ * rebalance, a failover take tens at once) in one line, a moment after they moved.
+ */
+const shardLog = (held: () => number) =>
+  Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<never>()
+    let acquired: Array<{ shard: number; monitors: number; ms: number }> = []
+    let released: Array<{ shard: number; monitors: number }> = []
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const list = (shards: Array<{ shard: number }>) => shards.map((s) => s.shard).sort((a, b) => a - b).join(", ")
+    const flush = () => {
+      timer = undefined
+      const lines: Array<string> = []
+      if (acquired.length > 0) {
+        const monitors = acquired.reduce((n, a) => n + a.monitors, 0)
+        const slowest = acquired.reduce((n, a) => Math.max(n, a.ms), 0)
+        lines.push(`cluster: acquired ${acquired.length} shard${acquired.length === 1 ? "" : "s"} (${list(acquired)}): ${monitors} monitors now judged here, loaded in at most ${slowest} ms; ${held()} of ${SHARDS} shards held`)
+      }
+      if (released.length > 0) {
+        const monitors = released.reduce((n, a) => n + a.monitors, 0)
+        lines.push(`cluster: released ${released.length} shard${released.length === 1 ? "" : "s"} (${list(released)}): ${monitors} monitors no longer judged here; ${held()} of ${SHARDS} shards held`)
+      }
+      acquired = []
+      released = []
+      Runtime.runFork(runtime)(Effect.forEach(lines, (line) => Effect.logInfo(line), { discard: true }))
+    }
+    const later = () => {
+      if (timer === undefined) timer = setTimeout(flush, 100)
+    }
+    yield* Effect.addFinalizer(() => Effect.sync(() => timer !== undefined && (clearTimeout(timer), flush())))
+    return {
+      acquired: (shard: number, monitors: number, ms: number) => (acquired.push({ shard, monitors, ms }), later()),
+      released: (shard: number, monitors: number) => (released.push({ shard, monitors }), later())
+    }
+  })
 
 /** This instance's row of `cluster_members`: its shards, when they last changed, and that it is alive. */
 const record = (sql: SqlClient.SqlClient, address: string, running: ReadonlySet<number>) =>

@@ -9,6 +9,7 @@ import { IncidentsApi } from "../Incidents/Api.js"
 import { EventsApi } from "../Events/Api.js"
 import { MaintenanceApi } from "../Maintenance/Api.js"
 import { ChatApi, WebhooksApi } from "../Delivery/Api.js"
+import { ClusterApi } from "../Cluster/Api.js"
 import { StorageApi } from "../Db/StorageApi.js"
 
 export class HealthApi extends HttpApiGroup.make("health")
@@ -36,6 +37,7 @@ export class Api extends HttpApi.make("jobmon")
   .add(WebhooksApi)
   .add(ChatApi)
   .add(StorageApi)
+  .add(ClusterApi)
   .addError(ValidationError)
   .addError(NotFound)
   .addError(MethodNotAllowed)

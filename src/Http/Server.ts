@@ -35,6 +35,7 @@ import { EventsHttpLive } from "../Events/Http.js"
 import { MaintenanceHttpLive } from "../Maintenance/Http.js"
 import { ChatHttpLive, WebhooksHttpLive } from "../Delivery/Http.js"
 import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
+import { ClusterHttpLive } from "../Cluster/Http.js"
 import { StorageHttpLive } from "../Db/StorageHttp.js"
 import { Api } from "./Api.js"
 import { notFoundOrNotAllowed, routeTable, validationFromDecode } from "./Errors.js"
@@ -251,7 +252,7 @@ const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerRespon
   )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive, StorageHttpLive]),
+  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive, StorageHttpLive, ClusterHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 
