@@ -1,4 +1,5 @@
 import { Config, Context, Effect, Layer, LogLevel, Option, Redacted } from "effect"
+import { hostname } from "node:os"
 import { DEFAULT_MAX_ACTIVE_TOKENS_PER_ORG, DEFAULT_MAX_PENDING_INVITES_PER_ORG } from "./Auth/Limits.js"
 
 /** Every operator setting, read once from the environment (docs/decisions.md#configuration). */
@@ -47,6 +48,20 @@ export interface AppConfigShape {
   readonly maxMonitorsPerOrg: number
   /** Maintenance windows an organization may have (deleted ones do not count); 0 = no limit. */
   readonly maxMaintenanceWindowsPerOrg: number
+  /**
+   * Cluster mode (docs/operations.md, "Several instances"): the TCP port this instance listens on for
+   * the other instances. None: a single instance.
+   */
+  readonly clusterPort: Option.Option<number>
+  /**
+   * The address the other instances reach this one at: CLUSTER_HOST, else HOST, else (HOST a
+   * wildcard such as 0.0.0.0 or ::) the machine's hostname.
+   */
+  readonly clusterHost: string
+  /** How often this instance refreshes its shard locks, in milliseconds. */
+  readonly clusterLockRefreshMs: number
+  /** After how long without a refresh a silent instance's shards are taken over, in milliseconds. */
+  readonly clusterLockExpirationMs: number
 }
 
 export class AppConfig extends Context.Tag("jobmon/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -67,6 +82,9 @@ const logLevelConfig = Config.literal("debug", "info", "warn", "error", "trace",
       : LogLevel.Info
   )
 )
+
+/** Addresses that mean "every interface": no other machine can reach this one at them. */
+const isWildcard = (host: string) => ["", "0.0.0.0", "::", "[::]", "::0", "0:0:0:0:0:0:0:0"].includes(host.trim())
 
 /** A whole number of 0 or more, with a default (0 meaning "no limit" where the setting says so). */
 const nonNegative = (fallback: number) => (config: Config.Config<number>) =>
@@ -122,11 +140,34 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   ),
   statementTimeoutMs: Config.integer("STATEMENT_TIMEOUT_MS").pipe(nonNegative(5_000)),
   maxMonitorsPerOrg: Config.integer("MAX_MONITORS_PER_ORG").pipe(nonNegative(10_000)),
-  maxMaintenanceWindowsPerOrg: Config.integer("MAX_MAINTENANCE_WINDOWS_PER_ORG").pipe(nonNegative(1_000))
+  maxMaintenanceWindowsPerOrg: Config.integer("MAX_MAINTENANCE_WINDOWS_PER_ORG").pipe(nonNegative(1_000)),
+  clusterPort: Config.option(Config.port("CLUSTER_PORT")),
+  clusterHost: Config.option(Config.string("CLUSTER_HOST")).pipe(Config.map(Option.filter((host) => host.trim() !== ""))),
+  clusterLockRefreshMs: Config.integer("CLUSTER_LOCK_REFRESH_MS").pipe(
+    Config.withDefault(1_000),
+    Config.validate({ message: "CLUSTER_LOCK_REFRESH_MS must be between 100 and 60000", validation: (n) => n >= 100 && n <= 60_000 })
+  ),
+  clusterLockExpirationMs: Config.integer("CLUSTER_LOCK_EXPIRATION_MS").pipe(
+    Config.withDefault(5_000),
+    Config.validate({ message: "CLUSTER_LOCK_EXPIRATION_MS must be between 1000 and 600000", validation: (n) => n >= 1000 && n <= 600_000 })
+  )
 }).pipe(
-  Config.map(({ publicUrl, ...rest }) => ({
+  Config.validate({
+    message: "CLUSTER_PORT (cluster mode) needs DATABASE_URL: every instance must use the same external PostgreSQL, not the embedded one",
+    validation: (c) => Option.isNone(c.clusterPort) || Option.isSome(c.databaseUrl)
+  }),
+  Config.validate({
+    message: "CLUSTER_PORT must differ from PORT (the HTTP port)",
+    validation: (c) => Option.isNone(c.clusterPort) || c.clusterPort.value !== c.port
+  }),
+  Config.validate({
+    message: "CLUSTER_LOCK_EXPIRATION_MS must be greater than CLUSTER_LOCK_REFRESH_MS",
+    validation: (c) => c.clusterLockExpirationMs > c.clusterLockRefreshMs
+  }),
+  Config.map(({ clusterHost, publicUrl, ...rest }) => ({
     ...rest,
-    publicUrl: Option.getOrElse(publicUrl, () => `http://${rest.host}:${rest.port}`).replace(/\/+$/, "")
+    publicUrl: Option.getOrElse(publicUrl, () => `http://${rest.host}:${rest.port}`).replace(/\/+$/, ""),
+    clusterHost: Option.getOrElse(clusterHost, () => (isWildcard(rest.host) ? hostname() : rest.host)).trim()
   }))
 )
 
