@@ -1,5 +1,5 @@
-import * as os from "node:os"
 import { Config, Context, Effect, Layer, LogLevel, Option, Redacted } from "effect"
+import { hostname } from "node:os"
 import { DEFAULT_MAX_ACTIVE_TOKENS_PER_ORG, DEFAULT_MAX_PENDING_INVITES_PER_ORG } from "./Auth/Limits.js"
 
 /** Every operator setting, read once from the environment (docs/decisions.md#configuration). */
@@ -49,14 +49,18 @@ export interface AppConfigShape {
   /** Maintenance windows an organization may have (deleted ones do not count); 0 = no limit. */
   readonly maxMaintenanceWindowsPerOrg: number
   /**
-   * Cluster mode (docs/operations.md#several-instances): the port this instance listens on for the
-   * other instances; undefined = one instance, no cluster.
+   * Cluster mode (docs/operations.md, "Several instances"): the TCP port this instance listens on for
+   * the other instances. None: a single instance.
    */
-  readonly clusterPort: number | undefined
-  /** The address the other instances reach this one at. */
+  readonly clusterPort: Option.Option<number>
+  /**
+   * The address the other instances reach this one at: CLUSTER_HOST, else HOST, else (HOST a
+   * wildcard such as 0.0.0.0 or ::) the machine's hostname.
+   */
   readonly clusterHost: string
-  /** How often an instance refreshes its shard locks, and after how long a silent one's shards are taken over. */
+  /** How often this instance refreshes its shard locks, in milliseconds. */
   readonly clusterLockRefreshMs: number
+  /** After how long without a refresh a silent instance's shards are taken over, in milliseconds. */
   readonly clusterLockExpirationMs: number
 }
 
@@ -78,6 +82,9 @@ const logLevelConfig = Config.literal("debug", "info", "warn", "error", "trace",
       : LogLevel.Info
   )
 )
+
+/** Addresses that mean "every interface": no other machine can reach this one at them. */
+const isWildcard = (host: string) => ["", "0.0.0.0", "::", "[::]", "::0", "0:0:0:0:0:0:0:0"].includes(host.trim())
 
 /** A whole number of 0 or more, with a default (0 meaning "no limit" where the setting says so). */
 const nonNegative = (fallback: number) => (config: Config.Config<number>) =>
@@ -135,30 +142,34 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   maxMonitorsPerOrg: Config.integer("MAX_MONITORS_PER_ORG").pipe(nonNegative(10_000)),
   maxMaintenanceWindowsPerOrg: Config.integer("MAX_MAINTENANCE_WINDOWS_PER_ORG").pipe(nonNegative(1_000)),
   clusterPort: Config.option(Config.port("CLUSTER_PORT")),
-  clusterHost: Config.option(Config.string("CLUSTER_HOST")),
+  clusterHost: Config.option(Config.string("CLUSTER_HOST")).pipe(Config.map(Option.filter((host) => host.trim() !== ""))),
   clusterLockRefreshMs: Config.integer("CLUSTER_LOCK_REFRESH_MS").pipe(
     Config.withDefault(1_000),
     Config.validate({ message: "CLUSTER_LOCK_REFRESH_MS must be between 100 and 60000", validation: (n) => n >= 100 && n <= 60_000 })
   ),
   clusterLockExpirationMs: Config.integer("CLUSTER_LOCK_EXPIRATION_MS").pipe(
     Config.withDefault(5_000),
-    Config.validate({ message: "CLUSTER_LOCK_EXPIRATION_MS must be between 1000 and 600000", validation: (n) => n >= 1_000 && n <= 600_000 })
+    Config.validate({ message: "CLUSTER_LOCK_EXPIRATION_MS must be between 1000 and 600000", validation: (n) => n >= 1000 && n <= 600_000 })
   )
 }).pipe(
   Config.validate({
-    message: "CLUSTER_LOCK_EXPIRATION_MS must be at least twice CLUSTER_LOCK_REFRESH_MS",
-    validation: (c) => c.clusterLockExpirationMs >= 2 * c.clusterLockRefreshMs
+    message: "CLUSTER_PORT (cluster mode) needs DATABASE_URL: every instance must use the same external PostgreSQL, not the embedded one",
+    validation: (c) => Option.isNone(c.clusterPort) || Option.isSome(c.databaseUrl)
   }),
-  Config.map(({ clusterHost, clusterPort, publicUrl, ...rest }) => ({
+  Config.validate({
+    message: "CLUSTER_PORT must differ from PORT (the HTTP port)",
+    validation: (c) => Option.isNone(c.clusterPort) || c.clusterPort.value !== c.port
+  }),
+  Config.validate({
+    message: "CLUSTER_LOCK_EXPIRATION_MS must be greater than CLUSTER_LOCK_REFRESH_MS",
+    validation: (c) => c.clusterLockExpirationMs > c.clusterLockRefreshMs
+  }),
+  Config.map(({ clusterHost, publicUrl, ...rest }) => ({
     ...rest,
-    clusterPort: Option.getOrUndefined(clusterPort),
-    clusterHost: Option.getOrElse(clusterHost, () => (isWildcard(rest.host) ? os.hostname() : rest.host)),
-    publicUrl: Option.getOrElse(publicUrl, () => `http://${rest.host}:${rest.port}`).replace(/\/+$/, "")
+    publicUrl: Option.getOrElse(publicUrl, () => `http://${rest.host}:${rest.port}`).replace(/\/+$/, ""),
+    clusterHost: Option.getOrElse(clusterHost, () => (isWildcard(rest.host) ? hostname() : rest.host)).trim()
   }))
 )
-
-/** A listening address that is every interface, which the other instances cannot dial. */
-const isWildcard = (host: string) => host === "0.0.0.0" || host === "::" || host === "" || host === "[::]"
 
 export const AppConfigLive = Layer.effect(AppConfig, appConfig)
 

@@ -97,7 +97,7 @@ export class ClusterRunner extends Context.Tag("jobmon/ClusterRunner")<
  */
 export const ClusterRunnerLive = Layer.unwrapEffect(Effect.gen(function*() {
   const config = yield* AppConfig
-  const port = config.clusterPort
+  const port = Option.getOrUndefined(config.clusterPort)
   if (port === undefined) return Layer.mergeAll(BackgroundLocal, Layer.succeed(ClusterRunner, { sharding: undefined }))
   const listenHost = config.host
   if (yield* portInUse(listenHost, port)) {
@@ -147,7 +147,7 @@ export const ClusterRunnerLive = Layer.unwrapEffect(Effect.gen(function*() {
  */
 export const ClusterKeepersLive = Layer.unwrapScoped(Effect.gen(function*() {
   const config = yield* AppConfig
-  const port = config.clusterPort
+  const port = Option.getOrUndefined(config.clusterPort)
   const { sharding: shardingService } = yield* ClusterRunner
   if (port === undefined || shardingService === undefined) return ClusterStateLocal
   const address = `${config.clusterHost}:${port}`

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { AppConfig } from "../Config.js"
 
 /**
@@ -23,7 +23,7 @@ export const shardOfSql = (column: string) => `((('x' || right(${column}::text, 
 export class ShardSet extends Effect.Service<ShardSet>()("jobmon/ShardSet", {
   effect: Effect.gen(function*() {
     const config = yield* AppConfig
-    const clustered = config.clusterPort !== undefined
+    const clustered = Option.isSome(config.clusterPort)
     const owned = new Set<number>()
     return {
       /** Several instances share the monitors. */

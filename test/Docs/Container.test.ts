@@ -24,6 +24,15 @@ const composePlugin = (() => {
   }
 })()
 
+const haproxyBinary = (() => {
+  try {
+    execFileSync("haproxy", ["-v"], { stdio: "ignore" })
+    return true
+  } catch {
+    return false
+  }
+})()
+
 /** The Dockerfile's stages: name and instructions (continuation lines joined). */
 const stages = dockerfile
   .replace(/\\\n\s*/g, " ")
@@ -65,13 +74,68 @@ describe("docker-compose.yml", () => {
     const { environment } = compose.services.jobmon
     expect(environment.BOOTSTRAP_TOKEN).toMatch(/^\$\{BOOTSTRAP_TOKEN:\?/)
     expect(environment.PUBLIC_URL).toMatch(/^\$\{PUBLIC_URL[:}]/)
-    const used = new Set([...read("docker-compose.yml").matchAll(/\$\{([A-Z_][A-Z0-9_]*)/g)].map((m) => m[1]!))
+    // `$${…}` is compose's escape for a `${…}` left to the container's shell, not a variable of .env.
+    const used = new Set([...read("docker-compose.yml").matchAll(/(?<!\$)\$\{([A-Z_][A-Z0-9_]*)/g)].map((m) => m[1]!))
     expect([...used].sort()).toEqual(expect.arrayContaining(["BOOTSTRAP_TOKEN", "PUBLIC_URL"]))
     const listed = new Set([...envExample.matchAll(/^#?\s*([A-Z_][A-Z0-9_]*)=/gm)].map((m) => m[1]!))
     expect([...used].filter((name) => !listed.has(name))).toEqual([])
     expect(envExample).toMatch(/^BOOTSTRAP_TOKEN=/m)
     expect(envExample).toMatch(/^PUBLIC_URL=/m)
   })
+
+  it("scales: `docker compose up --scale jobmon=3` runs replicas in cluster mode behind the `lb` service, which alone publishes the port", () => {
+    const { jobmon, lb } = compose.services
+    // Nothing fixed per container: a container_name or a published host port would make a second replica fail.
+    expect(jobmon.container_name).toBeUndefined()
+    expect(jobmon.ports).toBeUndefined()
+    expect(Number(jobmon.environment.CLUSTER_PORT)).toBeGreaterThan(0)
+    expect(Number(jobmon.environment.CLUSTER_PORT)).not.toBe(Number(jobmon.environment.PORT))
+    // Every request arrives through lb, which appends the client to X-Forwarded-For.
+    expect(Number(jobmon.environment.TRUST_PROXY)).toBe(1)
+    expect(lb.ports).toEqual(["${JOBMON_PORT:-8080}:8080"])
+    expect(lb.image, "an official image, pinned to a release").toMatch(/^haproxy:\d+\.\d+\.\d+(-alpine)?$/)
+    expect(lb.container_name).toBeUndefined()
+    const mount = (lb.volumes as Array<string>).find((v) => v.endsWith(":/usr/local/etc/haproxy/haproxy.cfg:ro"))
+    expect(mount).toBeDefined()
+    const haproxy = read(mount!.split(":")[0]!.replace(/^\.\//, ""))
+    // Finds the replicas through Docker's DNS as they come and go, health-checks them, and
+    // passes the client's address on.
+    expect(haproxy).toMatch(/^\s*nameserver \S+ 127\.0\.0\.11:53$/m)
+    expect(haproxy).toMatch(/^\s*server-template \S+ \d+ jobmon:8080$/m)
+    expect(haproxy).toMatch(/^\s*default-server .*\bcheck\b.*\bresolvers docker\b/m)
+    expect(haproxy).toMatch(/^\s*option httpchk GET \/healthz$/m)
+    expect(haproxy).toMatch(/^\s*option forwardfor$/m)
+    expect(haproxy).toMatch(/^\s*bind :8080$/m)
+  })
+
+  it("each replica advertises its own address as CLUSTER_HOST (`hostname -i`), unless one is given, and runs the image's command", () => {
+    const { command } = compose.services.jobmon
+    expect(command.slice(0, 2)).toEqual(["sh", "-c"])
+    // What the container's shell receives: compose turns `$$` into `$`.
+    const script = (command[2] as string).replace(/\$\$/g, "$")
+    expect(script).toMatch(/&& exec node bin\/jobmon\.js serve$/)
+    const advertised = (env: Record<string, string>) =>
+      execFileSync("sh", ["-c", script.replace(/exec node bin\/jobmon\.js serve$/, "printf %s \"$CLUSTER_HOST\"")], {
+        env: { PATH: process.env.PATH!, ...env },
+        encoding: "utf8"
+      })
+    expect(advertised({ CLUSTER_HOST: "10.9.8.7" })).toBe("10.9.8.7")
+    const own = (() => {
+      try {
+        return execFileSync("hostname", ["-i"], { encoding: "utf8" }).trim().split(" ")[0]!
+      } catch {
+        return undefined
+      }
+    })()
+    if (own !== undefined && own !== "") expect(advertised({})).toBe(own)
+  })
+
+  it.skipIf(!haproxyBinary)(
+    `haproxy -c accepts the load balancer's configuration${haproxyBinary ? "" : " (skipped: no haproxy on this machine)"}`,
+    () => {
+      execFileSync("haproxy", ["-c", "-f", fs.realpathSync(new URL("deploy/haproxy.cfg", root))], { stdio: "pipe" })
+    }
+  )
 
   it.skipIf(!composePlugin)(
     `docker compose config accepts it${composePlugin ? "" : " (skipped: this docker client has no compose plugin)"}`,
