@@ -6,6 +6,7 @@ import { Cause, Clock, ConfigProvider, Context, Duration, Effect, Layer, Option,
 import * as net from "node:net"
 import { AppConfig } from "../Config.js"
 import { Engine } from "../Engine/Engine.js"
+import { News } from "./News.js"
 import { SHARDS } from "../Engine/Shards.js"
 
 /**
@@ -211,6 +212,18 @@ export const ClusterKeepersLive = Layer.unwrapScoped(Effect.gen(function*() {
       }
       return wakes.length === 0 ? Effect.void : Effect.asVoid(Effect.forkDaemon(Effect.all(wakes, { concurrency: "unbounded", discard: true })))
     })
+    // News missed while the LISTEN connection was down: the actors of the shards held are rebuilt from the database.
+    const engine = yield* Engine
+    const news = yield* News
+    yield* news.onResync(Effect.suspend(() => {
+      const held = [...running]
+      if (held.length === 0) return Effect.void
+      return engine.stopShards(held).pipe(
+        Effect.zipRight(engine.startShards(held)),
+        Effect.tap((n) => Effect.logInfo(`cluster: news connection back; ${n} monitors of ${held.length} shards rebuilt from the database`)),
+        Effect.asVoid
+      )
+    }))
     yield* Effect.logInfo(`cluster: this instance is ${address}; ${SHARDS} shards shared with the others over the database`)
     yield* record(sql, address, running).pipe(Effect.ignore)
     yield* tick.pipe(Effect.zipRight(Effect.sleep(KEEPER_WAKE)), Effect.forever, Effect.forkScoped)

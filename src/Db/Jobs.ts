@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Schedule } from "effect"
+import { Background } from "../Cluster/Cluster.js"
 import { Database } from "./Database.js"
 
 /**
@@ -218,10 +219,15 @@ export class JobWatch extends Effect.Service<JobWatch>()("jobmon/JobWatch", {
     }).pipe(Effect.withSpan("JobWatch.check"))
 
     if (mode !== "postgresql") {
-      yield* check.pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("TimescaleDB job watcher: could not read the jobs; trying again later", cause)),
-        Effect.repeat(Schedule.spaced(JOB_WATCH_INTERVAL)),
-        Effect.forkScoped
+      // Once across the instances: one warning per failing job, not one per instance.
+      const background = yield* Background
+      yield* background.singleton(
+        "timescaledb-job-watch",
+        check.pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("TimescaleDB job watcher: could not read the jobs; trying again later", cause)),
+          Effect.repeat(Schedule.spaced(JOB_WATCH_INTERVAL)),
+          Effect.asVoid
+        )
       )
     }
 

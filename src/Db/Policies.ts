@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import { Background } from "../Cluster/Cluster.js"
 import { AppConfig } from "../Config.js"
 import { Database } from "./Database.js"
 import { withoutStatementTimeoutOn } from "./StatementTimeout.js"
@@ -125,11 +126,18 @@ export const StoragePoliciesLive = Layer.scopedDiscard(
       yield* Effect.logDebug(`RUNS_COMPRESS_AFTER_DAYS needs TimescaleDB with the Timescale licence; ignored in ${mode} mode`)
     }
     if (config.runsRetentionDays <= 0) return
-    yield* purgeOldRuns.pipe(
-      Effect.tap((n) => (n > 0 ? Effect.logInfo(`retention: deleted ${n} runs older than ${config.runsRetentionDays} days`) : Effect.void)),
-      Effect.catchAllCause((cause) => Effect.logWarning("retention purge failed; retrying later", cause)),
-      Effect.repeat(Schedule.spaced(PURGE_INTERVAL)),
-      Effect.forkScoped
+    // Once across the instances (src/Cluster/Cluster.ts, Background); with one instance, here.
+    const background = yield* Background
+    const context = yield* Effect.context<AppConfig | SqlClient.SqlClient | Database>()
+    yield* background.singleton(
+      "retention-purge",
+      purgeOldRuns.pipe(
+        Effect.tap((n) => (n > 0 ? Effect.logInfo(`retention: deleted ${n} runs older than ${config.runsRetentionDays} days`) : Effect.void)),
+        Effect.catchAllCause((cause) => Effect.logWarning("retention purge failed; retrying later", cause)),
+        Effect.repeat(Schedule.spaced(PURGE_INTERVAL)),
+        Effect.asVoid,
+        Effect.provide(context)
+      )
     )
   })
 )

@@ -1,4 +1,5 @@
 import { Clock, Duration, Effect, Ref, Schedule } from "effect"
+import { Background } from "../Cluster/Cluster.js"
 import { isStatementTimeout } from "../Db/StatementTimeout.js"
 import { type HourRange, StatsRepo } from "./StatsRepo.js"
 
@@ -41,6 +42,7 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
   scoped: Effect.gen(function*() {
     const repo = yield* StatsRepo
     const backing = yield* repo.rollupBacking
+    const background = yield* Background
     const status = yield* Ref.make<RollupStatus>({
       backing: backing.cagg ? "continuous-aggregate" : "table",
       lastRefreshAt: null,
@@ -133,7 +135,8 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
     )
 
     if (backing.incremental || backing.cagg) {
-      yield* logged.pipe(Effect.repeat(Schedule.spaced(ROLLUP_REFRESH_INTERVAL)), Effect.forkScoped)
+      // Once across the instances (src/Cluster/Cluster.ts, Background); with one instance, here.
+      yield* background.singleton("rollup-refresh", Effect.asVoid(logged.pipe(Effect.repeat(Schedule.spaced(ROLLUP_REFRESH_INTERVAL)))))
     }
 
     return {
