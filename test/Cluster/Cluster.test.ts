@@ -128,14 +128,14 @@ describe("three instances", () => {
 
   it("a monitor created on A, paused on B, resumed and deleted on C: its owner follows each step", async () => {
     const [a, b, c] = nodes as [Instance, Instance, Instance]
-    const monitor = await createMonitor(a, "follow", "4s", 1)
+    const monitor = await createMonitor(a, "follow", "10s", 1)
     expect((await api(b, "POST", `/api/monitors/${monitor.id}/pause`)).status).toBe(200)
-    // paused: its deadline (5 s) passes without an incident
-    await sleep(7_000)
+    // paused: its deadline (11 s) passes without an incident
+    await sleep(Math.max(0, deadlineOf(monitor) - Date.now()) + 1_500)
     expect((await incidentsOf(a)).filter((i) => i.monitorId === monitor.id)).toEqual([])
     const resumed = await api<Monitor>(c, "POST", `/api/monitors/${monitor.id}/resume`)
     expect(resumed.status).toBe(200)
-    // resumed: expected again from now, so MISSED comes after 4 s + 1 s of grace
+    // resumed: expected again from now, so MISSED comes after 10 s + 1 s of grace
     const missed = await waitFor("MISSED after the resume", 15_000, async () =>
       (await incidentsOf(b)).find((i) => i.monitorId === monitor.id && i.type === "MISSED"))
     expect(Date.parse(missed.createdAt)).toBeGreaterThanOrEqual(deadlineOf(resumed.body) - 50)
@@ -180,7 +180,7 @@ describe("three instances", () => {
     const silent: Array<Monitor> = []
     // monitors until four are judged by the victim
     for (let i = 0; silent.filter(ownedByVictim).length < 4 && i < 200; i++) {
-      silent.push(await createMonitor(a, `orphan ${i}`, "8s", 1))
+      silent.push(await createMonitor(a, `orphan ${i}`, "10s", 1))
     }
     expect(silent.filter(ownedByVictim).length).toBeGreaterThanOrEqual(4)
     expect(await ownerOf(nodes, silent.find(ownedByVictim)!.id)).toBe(victim)
@@ -190,6 +190,7 @@ describe("three instances", () => {
     const survivors = nodes.filter((n) => n !== victim)
     await balanced(survivors, 20_000)
     const takeover = Date.now() - killedAt
+    console.log(`cluster test: after kill -9, the survivors held every shard ${takeover} ms later`)
     expect(takeover).toBeLessThan(10_000)
     const latest = Math.max(...silent.map(deadlineOf))
     await sleep(Math.max(0, latest - Date.now()) + 3_000)
@@ -213,8 +214,8 @@ describe("three instances", () => {
 
   it("SIGTERM hands an instance's shards over within about 2 s; a rolling restart of all three raises no false incident", async () => {
     const pinged: Array<Monitor> = []
-    for (let i = 0; i < 6; i++) pinged.push(await createMonitor(nodes[i % 3]!, `rolling ${i}`, "6s", 2))
-    const load = pinger(pinged, 2_000)
+    for (let i = 0; i < 6; i++) pinged.push(await createMonitor(nodes[i % 3]!, `rolling ${i}`, "10s", 2))
+    const load = pinger(pinged, 3_000)
     const handovers: Array<number> = []
     for (let i = 0; i < 3; i++) {
       const leaving = nodes[i]!
@@ -231,6 +232,7 @@ describe("three instances", () => {
     expect(refused).toEqual([])
     const incidents = await incidentsOf(nodes[0]!)
     expect(incidents.filter((i) => pinged.some((m) => m.id === i.monitorId))).toEqual([])
+    console.log(`cluster test: from SIGTERM to the others holding every shard: ${handovers.join(", ")} ms`)
     // from SIGTERM to the others holding every shard (the process's own shutdown included)
     for (const ms of handovers) expect(ms).toBeLessThan(5_000)
   }, 240_000)
