@@ -121,16 +121,18 @@ export const MAX_QUERY_LENGTH = 200
 
 export const ListMonitorsParams = Schema.Struct({
   page: Schema.optional(IntFromQuery.pipe(Schema.between(1, 1_000_000_000))).annotations({
-    description: "default 1; not with cursor"
+    description: "1 to 1000000000, default 1; not with cursor"
   }),
   limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 100))).annotations({ description: "1 to 100, default 50" }),
   cursor: Schema.optional(Schema.String).annotations({
     description: "nextCursor of the previous page (of the same sort), instead of page: a page starts right after " +
       "the row it names, so monitors that change while a client pages are neither shown twice nor skipped"
   }),
-  q: Schema.optional(StoredString.pipe(Schema.maxLength(MAX_QUERY_LENGTH))).annotations({
-    description: "only monitors whose name contains this text, ignoring letter case; empty: no filter"
-  }),
+  q: Schema.optional(
+    StoredString.pipe(Schema.maxLength(MAX_QUERY_LENGTH)).annotations({
+      description: "only monitors whose name contains this text, ignoring letter case; empty: no filter"
+    })
+  ),
   status: Schema.optional(Repeatable).annotations({
     description: "only monitors with one of these statuses (NEW, OK, RUNNING, LATE, MISSED, FAILING, PAUSED): " +
       "comma separated, or the parameter repeated"
