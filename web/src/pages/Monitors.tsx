@@ -192,7 +192,7 @@ export function MonitorsPage() {
               </tbody>
             </table>
           </div>
-          <nav class="pager" aria-label="Pages">
+          {(pages > 1 || cursors.length > 0) && <nav class="pager" aria-label="Pages">
             <button type="button" disabled={cursors.length === 0} onClick={() => setCursors((c) => c.slice(0, -1))}>← Previous</button>
             <span aria-live="polite">
               {`${first}–${first + page.monitors.length - 1} of ${page.total}`}{pages > 1 ? `, page ${Math.min(page.page, pages)} of ${pages}` : ""}
@@ -201,7 +201,7 @@ export function MonitorsPage() {
               const next = page.nextCursor
               if (next !== null) setCursors((c) => [...c, next])
             }}>Next →</button>
-          </nav>
+          </nav>}
         </>
       )}
     </section>
