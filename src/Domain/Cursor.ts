@@ -49,3 +49,40 @@ export const pageOf = <Row>(
   const { at, id } = boundaryOf(last)
   return { page, nextCursor: encodeCursor(at, id) }
 }
+
+// ---- lists sorted by a key the client chooses (GET /api/monitors?sort=…)
+
+/** A sort key as a cursor carries it: text (names, instants as text), a number, or null (no value). */
+export type SortKey = string | number | null
+
+/**
+ * The page cursor of a list the client sorts: the sort it was made for (`-name`), and the sort key
+ * and id of the last row of the page. Paging continues after (key, id) in that order, so a row that
+ * changes while a client pages is never shown twice in one walk nor skips the rows after it.
+ */
+export interface SortedBoundary {
+  readonly sort: string
+  readonly key: SortKey
+  readonly id: string
+}
+
+export const encodeSortedCursor = (boundary: SortedBoundary): string =>
+  Buffer.from(JSON.stringify([boundary.sort, boundary.key, boundary.id]), "utf8").toString("base64url")
+
+/**
+ * The boundary a sorted cursor names; undefined for anything this API did not return. The caller
+ * still checks that the key has the type its sort has (src/Monitors/Listing.ts).
+ */
+export const decodeSortedCursor = (cursor: string): SortedBoundary | undefined => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+  } catch {
+    return undefined
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 3) return undefined
+  const [sort, key, id] = parsed as Array<unknown>
+  if (typeof sort !== "string" || typeof id !== "string" || !isUuid(id)) return undefined
+  if (key !== null && typeof key !== "string" && !(typeof key === "number" && Number.isFinite(key))) return undefined
+  return { sort, key, id }
+}

@@ -120,7 +120,10 @@ const renderOperation = (method: string, path: string, op: Json, commonErrors: R
   if (parameters.length > 0) {
     out.push("| parameter | in | required | type | notes |", "|---|---|---|---|---|")
     for (const p of parameters) {
-      const notes = [p.description, notesOf(p.schema)].filter((x, i, all) => x && all.indexOf(x) === i).join("; ")
+      // The schema's notes repeat the parameter's description when the schema carries it.
+      const schemaNotes = notesOf(p.schema)
+      const own = typeof p.description === "string" && schemaNotes.includes(p.description) ? undefined : p.description
+      const notes = [own, schemaNotes].filter((x, i, all) => x && all.indexOf(x) === i).join("; ")
       out.push(`| \`${p.name}\` | ${p.in} | ${p.required ? "yes" : "no"} | ${cell(typeOf(p.schema))} | ${cell(notes)} |`)
     }
     out.push("")

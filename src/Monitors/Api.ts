@@ -86,17 +86,95 @@ export type CreateMonitorRequest = typeof CreateMonitorRequest.Type
 export const UpdateMonitorRequest = Schema.Struct(allOptional(CreateMonitorRequest.fields))
 export type UpdateMonitorRequest = typeof UpdateMonitorRequest.Type
 
-export const ListMonitorsParams = Schema.Struct({
-  page: Schema.optional(IntFromQuery.pipe(Schema.greaterThanOrEqualTo(1))).annotations({ description: "default 1" }),
-  limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 100))).annotations({ description: "1 to 100, default 50" })
+/**
+ * The order `GET /api/monitors?sort=status` lists monitors in: the most urgent first. A `-` before a
+ * sort (`-status`) reverses it.
+ */
+export const STATUS_ORDER = ["FAILING", "MISSED", "LATE", "RUNNING", "NEW", "OK", "PAUSED"] as const
+
+/** What a list of monitors can be sorted by; `createdAt` (the spec's order) when not given. */
+export const MonitorSort = Schema.Literal(
+  "createdAt",
+  "-createdAt",
+  "name",
+  "-name",
+  "status",
+  "-status",
+  "lastPingAt",
+  "-lastPingAt",
+  "nextExpectedAt",
+  "-nextExpectedAt",
+  "healthScore",
+  "-healthScore"
+).annotations({
+  description: "createdAt (default), name (case-insensitive), status (most urgent first: " + STATUS_ORDER.join(", ") +
+    "), lastPingAt, nextExpectedAt (monitors without one last, in either direction) or healthScore; " +
+    "a leading - reverses the order. Ties are broken by id"
 })
+export type MonitorSort = typeof MonitorSort.Type
+
+/** A query parameter that may be given more than once (`?status=LATE&status=MISSED`). */
+const Repeatable = Schema.Union(Schema.String, Schema.Array(Schema.String))
+
+/** The longest `q`: a monitor's name has at most 200 characters. */
+export const MAX_QUERY_LENGTH = 200
+
+export const ListMonitorsParams = Schema.Struct({
+  page: Schema.optional(IntFromQuery.pipe(Schema.between(1, 1_000_000_000))).annotations({
+    description: "1 to 1000000000, default 1; not with cursor"
+  }),
+  limit: Schema.optional(IntFromQuery.pipe(Schema.between(1, 100))).annotations({ description: "1 to 100, default 50" }),
+  cursor: Schema.optional(Schema.String).annotations({
+    description: "nextCursor of the previous page (of the same sort), instead of page: a page starts right after " +
+      "the row it names, so monitors that change while a client pages are neither shown twice nor skipped"
+  }),
+  q: Schema.optional(
+    StoredString.pipe(Schema.maxLength(MAX_QUERY_LENGTH)).annotations({
+      description: "only monitors whose name contains this text, ignoring letter case; empty: no filter"
+    })
+  ),
+  status: Schema.optional(Repeatable).annotations({
+    description: "only monitors with one of these statuses (NEW, OK, RUNNING, LATE, MISSED, FAILING, PAUSED): " +
+      "comma separated, or the parameter repeated"
+  }),
+  tag: Schema.optional(Repeatable).annotations({
+    description: "only monitors carrying this tag (exact match); repeated: carrying every one of them"
+  }),
+  sort: Schema.optional(MonitorSort)
+})
+export type ListMonitorsParams = typeof ListMonitorsParams.Type
 
 export const MonitorPage = Schema.Struct({
   monitors: Schema.Array(Monitor),
-  total: Schema.Int,
-  page: Schema.Int,
-  limit: Schema.Int
+  total: Schema.Int.annotations({ description: "monitors matching the filters, on every page" }),
+  page: Schema.Int.annotations({
+    description: "this page's number; after a cursor, the number of the page its first monitor would be on"
+  }),
+  limit: Schema.Int,
+  nextCursor: Schema.NullOr(Schema.String).annotations({
+    description: "pass as cursor (with the same sort and filters) for the next page; null on the last page"
+  })
 })
+
+/** The most tags a summary lists. */
+export const MAX_SUMMARY_TAGS = 500
+
+export const MonitorSummary = Schema.Struct({
+  total: Schema.Int.annotations({ description: "the organization's monitors" }),
+  byStatus: Schema.Struct({
+    NEW: Schema.Int,
+    OK: Schema.Int,
+    RUNNING: Schema.Int,
+    LATE: Schema.Int,
+    MISSED: Schema.Int,
+    FAILING: Schema.Int,
+    PAUSED: Schema.Int
+  }).annotations({ description: "how many monitors have each status (every status present, 0 when none)" }),
+  tags: Schema.Array(Schema.Struct({ tag: Schema.String, monitors: Schema.Int })).annotations({
+    description: `the tags the monitors carry and how many carry each, the most used first (ties by tag), at most ${MAX_SUMMARY_TAGS}`
+  })
+})
+export type MonitorSummary = typeof MonitorSummary.Type
 
 export const PreviewRequest = Schema.Struct({
   schedule: ScheduleInputSchema,
@@ -123,7 +201,18 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
     HttpApiEndpoint.get("list", "/api/monitors")
       .setUrlParams(ListMonitorsParams)
       .addSuccess(MonitorPage)
-      .annotate(OpenApi.Summary, "List the organization's monitors, oldest first")
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "List the organization's monitors, oldest first unless sorted; filter by name, status, tag")
+      .annotate(
+        OpenApi.Description,
+        "Page by number (`page`) or, steadier while monitors change, by `cursor` (each page's `nextCursor`). " +
+          "`total` counts the monitors matching the filters."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("summary", "/api/monitors/summary")
+      .addSuccess(MonitorSummary)
+      .annotate(OpenApi.Summary, "How many monitors have each status, and the tags in use")
   )
   .add(
     HttpApiEndpoint.get("get", "/api/monitors/:monitorId")

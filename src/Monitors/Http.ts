@@ -24,12 +24,10 @@ export const MonitorsHttpLive = HttpApiBuilder.group(Api, "monitors", (handlers)
         bounded(Effect.flatMap(org, (orgId) => monitors.create(orgId, payload)).pipe(Effect.flatMap(withMaintenance))))
       .handle("list", ({ urlParams }) =>
         bounded(Effect.gen(function*() {
-          const orgId = yield* org
-          const page = urlParams.page ?? 1
-          const limit = urlParams.limit ?? 50
-          const { rows, total } = yield* monitors.page(orgId, page, limit)
-          return { monitors: yield* manyWithMaintenance(rows), total, page, limit }
+          const { rows, ...rest } = yield* monitors.list(yield* org, urlParams)
+          return { monitors: yield* manyWithMaintenance(rows), ...rest }
         })))
+      .handle("summary", () => bounded(Effect.flatMap(org, monitors.summary)))
       .handle("get", ({ path }) =>
         bounded(Effect.flatMap(org, (orgId) => monitors.find(orgId, path.monitorId)).pipe(Effect.flatMap(withMaintenance))))
       .handle("update", ({ path, payload }) =>

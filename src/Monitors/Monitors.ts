@@ -8,7 +8,15 @@ import { iso } from "../Domain/Instant.js"
 import { Engine } from "../Engine/Engine.js"
 import { Events } from "../Events/Events.js"
 import { changedMonitorFields, monitorCreated, monitorDeleted, monitorUpdated } from "../Events/Payloads.js"
-import type { CreateMonitorRequest, Monitor, UpdateMonitorRequest } from "./Api.js"
+import {
+  type CreateMonitorRequest,
+  type ListMonitorsParams,
+  type Monitor,
+  MonitorStatus,
+  type MonitorSummary,
+  type UpdateMonitorRequest
+} from "./Api.js"
+import { listQuery, pageNumber, pageOf } from "./Listing.js"
 import { MonitorCache } from "./MonitorCache.js"
 import { scheduleOf } from "./StoredSchedule.js"
 import { type MonitorRow, MonitorsRepo, type MonitorSettings } from "./MonitorsRepo.js"
@@ -213,8 +221,36 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
       yield* Queue.take(changes).pipe(Effect.flatMap(apply), Effect.forever, Effect.forkScoped)
     }
 
-    const page = (orgId: string, page: number, limit: number) => repo.page(orgId, (page - 1) * limit, limit)
+    /** A page of the list the parameters ask for (src/Monitors/Listing.ts), or a 400 naming a parameter. */
+    const list = (orgId: string, params: ListMonitorsParams) =>
+      Effect.gen(function*() {
+        const query = yield* listQuery(params)
+        const { rows, counts } = yield* repo.list(orgId, query)
+        const page = pageOf(query, rows)
+        return {
+          rows: page.rows,
+          total: counts.total,
+          page: pageNumber(query, counts.up_to_cursor),
+          limit: query.limit,
+          nextCursor: page.nextCursor
+        }
+      })
 
-    return { find, create, update, setPaused, remove, page } as const
+    /** The organization's monitors counted by status, and its tags. */
+    const summary = (orgId: string) =>
+      Effect.map(repo.summary(orgId), ({ statuses, tags }): MonitorSummary => {
+        const byStatus: Record<string, number> = Object.fromEntries(MonitorStatus.literals.map((s) => [s, 0]))
+        for (const { status, count } of statuses) {
+          // A status the API does not know (written by hand) counts in the total only.
+          if (status in byStatus) byStatus[status] = count
+        }
+        return {
+          total: statuses.reduce((sum, s) => sum + s.count, 0),
+          byStatus: byStatus as MonitorSummary["byStatus"],
+          tags
+        }
+      })
+
+    return { find, create, update, setPaused, remove, list, summary } as const
   })
 }) {}

@@ -7,15 +7,17 @@ import type { SessionUser, TokenInfo, UserInfo } from "../../src/Auth/Api"
 import type { ChatWebhook, Delivery, Webhook } from "../../src/Delivery/Api"
 import type { Incident } from "../../src/Incidents/Api"
 import type { HistoryEntry, MaintenanceWindow } from "../../src/Maintenance/Api"
-import type { Monitor, ScheduleSchema } from "../../src/Monitors/Api"
+import type { Monitor, MonitorPage as MonitorPageSchema, MonitorSort, MonitorSummary, ScheduleSchema } from "../../src/Monitors/Api"
 import type { Run, RunSummary } from "../../src/Pings/Api"
 import type { DurationStatistics, PercentileValues } from "../../src/Stats/Api"
 
-export type { ChatWebhook, Delivery, HistoryEntry, Incident, MaintenanceWindow, Monitor, Run, RunSummary, Webhook }
+export type { ChatWebhook, Delivery, HistoryEntry, Incident, MaintenanceWindow, Monitor, MonitorSort, MonitorSummary, Run, RunSummary, Webhook }
 
 /** The signed-in user (GET /api/auth/me). */
 export type User = typeof SessionUser.Type
 export type Schedule = typeof ScheduleSchema.Type
+/** GET /api/monitors: one page of the filtered, sorted list. */
+export type MonitorPage = typeof MonitorPageSchema.Type
 /** GET /api/monitors/{id}/percentiles. */
 export type Statistics = typeof DurationStatistics.Type
 export type Percentiles = typeof PercentileValues.Type
