@@ -13,9 +13,9 @@ import { makeTestDatabase } from "../support/fixture.js"
 /**
  * Several instances on one database (cluster mode, docs/maintenance.md#several-instances), two in
  * this process: each has its own pool, its own news connection (real PostgreSQL NOTIFY), its own
- * index and its own scheduler fiber. `clusterPort` set makes the news clustered; the cluster runner
- * itself is not started (the multi-process tests cover it), so both schedulers run at once: what a
- * moving singleton can briefly do, and what the advisory lock must make harmless.
+ * index and its own scheduler fiber. CLUSTER_PORT set while they are built makes the news clustered;
+ * the cluster runner itself is not started (the multi-process tests cover it), so both schedulers
+ * run at once: what a moving singleton can briefly do, and what the advisory lock must make harmless.
  */
 
 const iso = (t: number) => new Date(t).toISOString()
@@ -36,12 +36,28 @@ const instance = (url: string, options: { readonly newsLagMs?: number; readonly 
     Layer.provideMerge(options.newsLagMs === undefined ? News.Default : lagging(options.newsLagMs)),
     Layer.provide(options.background ?? BackgroundLocal),
     Layer.provideMerge(DatabaseLive),
-    Layer.provide(AppConfigWith({ databaseUrl: Option.some(Redacted.make(url)), clusterPort: 1 })),
+    Layer.provide(AppConfigWith({ databaseUrl: Option.some(Redacted.make(url)) })),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
 
+/** The settings are read from the environment when the layers are built: CLUSTER_PORT just then. */
+const clusterPortSet = <A, E, R>(build: Effect.Effect<A, E, R>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const before = process.env.CLUSTER_PORT
+      process.env.CLUSTER_PORT = "45999"
+      return before
+    }),
+    () => build,
+    (before) =>
+      Effect.sync(() => {
+        if (before === undefined) delete process.env.CLUSTER_PORT
+        else process.env.CLUSTER_PORT = before
+      })
+  )
+
 const start = (url: string, options: Parameters<typeof instance>[1] = {}) =>
-  Effect.map(Layer.build(instance(url, options)), (context) => ({
+  Effect.map(clusterPortSet(Layer.build(instance(url, options))), (context) => ({
     maintenance: Context.get(context, Maintenance),
     index: Context.get(context, MaintenanceIndex),
     check: Context.get(context, MaintenanceCheck),
