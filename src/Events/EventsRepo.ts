@@ -35,8 +35,9 @@ export interface EventQuery {
  * A key of pg_advisory_xact_lock taken by every event insert and held until its transaction ends,
  * so `seq` values become visible in the order they were drawn (no gap a reader could skip past).
  * Other keys in use: 7_316_402_113 (migrator), 7_316_402_114 (bootstrap), 7_316_402_115 (storage
- * policies), 7_316_402_122 (the rollup sweep, src/Stats/StatsRepo.ts), 7_316_402_131 (the continuous
- *  aggregate refresh, src/Stats/StatsRepo.ts).
+ * policies), 7_316_402_122 (the rollup sweep, src/Stats/StatsRepo.ts), 7_316_402_123 (maintenance
+ * writes, src/Maintenance/MaintenanceRepo.ts), 7_316_402_131 (the continuous aggregate refresh,
+ * src/Stats/StatsRepo.ts).
  */
 export const EVENTS_LOCK_KEY = 7_316_402_120
 

@@ -35,7 +35,10 @@ import { type IndexedWindow, remainingSeconds, statusOf, suppressingPeriod } fro
  * Maintenance windows through the API (docs/maintenance.md): create, change, delete, override,
  * preview, occurrences, history. A change is written, put in the index (MaintenanceIndex) and
  * brought up to now by the scheduler (MaintenanceScheduler) in one step under the scheduler's lock,
- * then the scheduler is woken for the window's next transition.
+ * then the scheduler is woken for the window's next transition and the other instances are told
+ * (`changed`). Under the lock a change starts from the window as stored (`current`: with several
+ * instances another one may have changed it); reads wait until this instance has heard every change
+ * committed before them (`synced`).
  */
 
 const invalid = (error: FieldError) => new ValidationError({ path: error.path, message: error.message })
@@ -110,16 +113,24 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
     const index = yield* MaintenanceIndex
     const scheduler = yield* MaintenanceScheduler
 
-    const find = (orgId: string, id: string) => {
-      const w = index.find(orgId, id)
-      return w === undefined ? Effect.fail(windowNotFound(id)) : Effect.succeed(w)
-    }
-
-    /** Runs `change` on the window under the lock, unless it was deleted since it was looked up. */
-    const whileHeld = <A, E, R>(w: IndexedWindow, id: string, change: Effect.Effect<A, E, R>) =>
-      scheduler.serialized(
-        Effect.suspend((): Effect.Effect<A, E | NotFound, R> => (index.holds(w) ? change : Effect.fail(windowNotFound(id))))
+    /** The organization's window as this instance holds it, once it has heard the changes made before. */
+    const find = (orgId: string, id: string) =>
+      Effect.zipRight(
+        scheduler.synced,
+        Effect.suspend(() => {
+          const w = index.find(orgId, id)
+          return w === undefined ? Effect.fail(windowNotFound(id)) : Effect.succeed(w)
+        })
       )
+
+    /** Runs `change` under the lock on the organization's window as it is now (404 when it is gone). */
+    const withWindow = <A, E, R>(orgId: string, id: string, change: (w: IndexedWindow) => Effect.Effect<A, E, R>) =>
+      isUuid(id)
+        ? scheduler.serialized(
+          Effect.flatMap(scheduler.current(id.toLowerCase()), (w): Effect.Effect<A, E | NotFound, R> =>
+            w === undefined || w.row.org_id !== orgId ? Effect.fail(windowNotFound(id)) : change(w))
+        )
+        : Effect.fail(windowNotFound(id))
 
     const checkMonitors = (orgId: string, ids: ReadonlyArray<string>) =>
       Effect.gen(function*() {
@@ -175,14 +186,13 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
           })).pipe(Effect.catchTag("SqlError", (e) => Effect.die(e)))
           const w = index.add(row, schedule)
           yield* scheduler.reconcile(w, now).pipe(Effect.orDie)
-          yield* scheduler.poke
+          yield* scheduler.changed(orgId, row.id)
           return toApi(w, now)
         }))
       })
 
     const update = (orgId: string, id: string, input: UpdateWindowRequest) =>
-      Effect.gen(function*() {
-        const w = yield* find(orgId, id)
+      withWindow(orgId, id, (w) => Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const row = w.row
         const monitorIds = input.monitorIds === undefined ? row.monitor_ids : yield* checkMonitors(orgId, input.monitorIds)
@@ -202,56 +212,48 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
           reason: input.reason === undefined ? row.reason : input.reason,
           notifications
         }
-        return yield* whileHeld(w, id, Effect.gen(function*() {
-          const updated = yield* repo.updateWindow(row.id, fields, new Date(now))
-          if (updated === undefined) return yield* windowNotFound(id)
-          index.change(w, updated, schedule)
-          yield* scheduler.reconcile(w, now, "updated").pipe(Effect.orDie)
-          yield* scheduler.poke
-          return toApi(w, now)
-        }))
-      })
+        const updated = yield* repo.updateWindow(row.id, fields, new Date(now))
+        if (updated === undefined) return yield* windowNotFound(id)
+        index.change(w, updated, schedule)
+        yield* scheduler.reconcile(w, now, "updated").pipe(Effect.orDie)
+        yield* scheduler.changed(orgId, row.id)
+        return toApi(w, now)
+      }))
 
     const remove = (orgId: string, id: string) =>
-      Effect.gen(function*() {
-        const w = yield* find(orgId, id)
-        yield* whileHeld(w, id, Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          // The history up to now and the deletion, in one commit.
-          yield* sql.withTransaction(
-            Effect.zipRight(scheduler.endByDeletion(w, now), repo.softDeleteWindow(w.row.id, new Date(now)))
-          ).pipe(Effect.orDie)
-          index.remove(w)
-          scheduler.forget(w.row.id)
-          yield* scheduler.poke
-        }))
-      })
+      withWindow(orgId, id, (w) => Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        // The history up to now and the deletion, in one commit.
+        yield* sql.withTransaction(
+          Effect.zipRight(scheduler.endByDeletion(w, now), repo.softDeleteWindow(w.row.id, new Date(now)))
+        ).pipe(Effect.orDie)
+        index.remove(w)
+        scheduler.forget(w.row.id)
+        yield* scheduler.changed(orgId, w.row.id)
+      }))
 
     const override = (orgId: string, id: string, input: { readonly reason: string; readonly durationSeconds: number }) =>
-      Effect.gen(function*() {
-        const w = yield* find(orgId, id)
+      withWindow(orgId, id, (w) => Effect.gen(function*() {
         if (input.durationSeconds <= 0) {
           return yield* new ValidationError({
             path: "durationSeconds",
             message: `durationSeconds must be a whole number of seconds greater than 0 (got ${input.durationSeconds}).`
           })
         }
-        return yield* whileHeld(w, id, Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          yield* scheduler.reconcile(w, now).pipe(Effect.orDie)
-          const { period, status } = statusOf(w, now)
-          if (status !== "active" || period === undefined) {
-            return yield* new Conflict({
-              message: status === "overridden"
-                ? `Maintenance window ${id} is already overridden until ${iso(w.override!.endsAt)}; only an active window can be overridden.`
-                : `Maintenance window ${id} is ${status}, not active; only an active window can be overridden.`
-            })
-          }
-          yield* scheduler.override(w, period, input.reason, now, now + input.durationSeconds * 1000).pipe(Effect.orDie)
-          yield* scheduler.poke
-          return toApi(w, now)
-        }))
-      })
+        const now = yield* Clock.currentTimeMillis
+        yield* scheduler.reconcile(w, now).pipe(Effect.orDie)
+        const { period, status } = statusOf(w, now)
+        if (status !== "active" || period === undefined) {
+          return yield* new Conflict({
+            message: status === "overridden"
+              ? `Maintenance window ${id} is already overridden until ${iso(w.override!.endsAt)}; only an active window can be overridden.`
+              : `Maintenance window ${id} is ${status}, not active; only an active window can be overridden.`
+          })
+        }
+        yield* scheduler.override(w, period, input.reason, now, now + input.durationSeconds * 1000).pipe(Effect.orDie)
+        yield* scheduler.changed(orgId, w.row.id)
+        return toApi(w, now)
+      }))
 
     const get = (orgId: string, id: string) =>
       Effect.gen(function*() {
@@ -260,13 +262,13 @@ export class Maintenance extends Effect.Service<Maintenance>()("jobmon/Maintenan
       })
 
     const list = (orgId: string) =>
-      Effect.map(Clock.currentTimeMillis, (now) =>
+      Effect.map(Effect.zipRight(scheduler.synced, Clock.currentTimeMillis), (now) =>
         [...index.ofOrg(orgId)]
           .sort((a, b) => a.row.created_at.getTime() - b.row.created_at.getTime() || (a.row.id < b.row.id ? -1 : 1))
           .map((w) => toApi(w, now)))
 
     const active = (orgId: string) =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
+      Effect.map(Effect.zipRight(scheduler.synced, Clock.currentTimeMillis), (now) => {
         const out: Array<typeof ActiveWindow.Type> = []
         for (const w of index.ofOrg(orgId)) {
           const p = suppressingPeriod(w, now)

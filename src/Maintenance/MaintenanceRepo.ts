@@ -76,6 +76,18 @@ export interface PeriodRecord {
   readonly monitorIds: ReadonlyArray<string>
 }
 
+/**
+ * The key of the advisory lock that serialises every maintenance write across instances (cluster
+ * mode: `MaintenanceScheduler.serialized`). Other keys in use: src/Events/EventsRepo.ts.
+ */
+export const MAINTENANCE_LOCK_KEY = 7_316_402_123
+
+/** What has been recorded of one window, as stored: its running period's row, the last upcoming notice. */
+export interface RecordedRow {
+  readonly open: OpenHistoryRow | undefined
+  readonly upcomingFor: Date | undefined
+}
+
 const windowColumns = `id, org_id, name, monitor_ids, start_at, end_at, rrule, duration_seconds, timezone, reason,
   notifications, override_reason, override_started_at, override_ends_at, created_at, updated_at`
 
@@ -93,6 +105,24 @@ export class MaintenanceRepo extends Effect.Service<MaintenanceRepo>()("jobmon/M
       unbounded,
       Effect.orDie,
       Effect.withSpan("MaintenanceRepo.loadWindows")
+    )
+
+    /** The window as stored now; undefined when it does not exist or was deleted. */
+    const findWindow = (id: string) =>
+      sql<WindowRow>`select ${columns} from maintenance_windows where id = ${id} and deleted_at is null`.pipe(
+        Effect.map((rows) => rows[0]),
+        Effect.orDie,
+        Effect.withSpan("MaintenanceRepo.findWindow")
+      )
+
+    /**
+     * In a transaction: waits for every other instance's maintenance writes (held until the
+     * transaction ends).
+     */
+    const lockWrites = sql`select pg_advisory_xact_lock(${MAINTENANCE_LOCK_KEY})`.pipe(
+      Effect.asVoid,
+      Effect.orDie,
+      Effect.withSpan("MaintenanceRepo.lockWrites")
     )
 
     /** Which of these ids are live monitors of the organization (lower case). */
@@ -226,6 +256,24 @@ export class MaintenanceRepo extends Effect.Service<MaintenanceRepo>()("jobmon/M
         order by started_at desc, window_id
         limit 10000`.pipe(Effect.orDie, Effect.withSpan("MaintenanceRepo.historyBetween"))
 
+    /** What has been recorded of one window: its open period's row and its latest upcoming notice. */
+    const loadRecorded = (windowId: string) =>
+      sql<OpenHistoryRow & { readonly upcoming_for: Date | null }>`
+        select h.window_id, h.name, h.monitor_ids, h.started_at, h.ends_at,
+          (select max(period_start) from maintenance_notices where window_id = ${windowId}) as upcoming_for
+        from (select 1) as one
+        left join lateral (
+          select window_id, name, monitor_ids, started_at, ends_at from maintenance_history
+          where window_id = ${windowId} and ended_at is null order by started_at desc limit 1
+        ) as h on true`.pipe(
+        Effect.map(([row]): RecordedRow => ({
+          open: row === undefined || row.window_id === null ? undefined : row,
+          upcomingFor: row?.upcoming_for ?? undefined
+        })),
+        Effect.orDie,
+        Effect.withSpan("MaintenanceRepo.loadRecorded")
+      )
+
     // ---- notices ---------------------------------------------------------------------------------
 
     /** The latest period start for which each window's maintenance.upcoming was recorded. */
@@ -247,6 +295,8 @@ export class MaintenanceRepo extends Effect.Service<MaintenanceRepo>()("jobmon/M
 
     return {
       loadWindows,
+      findWindow,
+      lockWrites,
       existingMonitorIds,
       countWindowsLocked,
       insertWindow,
@@ -254,6 +304,7 @@ export class MaintenanceRepo extends Effect.Service<MaintenanceRepo>()("jobmon/M
       softDeleteWindow,
       setOverride,
       loadOpenHistory,
+      loadRecorded,
       openHistory,
       refreshOpenHistory,
       closeHistory,

@@ -132,6 +132,18 @@ export const makeWindowIndex = () => {
     w.override = overrideOf(row)
   }
 
+  /**
+   * The window as stored now (another instance changed it, or a reload): changed in place when the
+   * index holds it (the same object: see `holds`), added otherwise.
+   */
+  const put = (row: WindowRow, schedule: WindowSchedule): IndexedWindow => {
+    const w = windows.get(row.id)
+    if (w === undefined) return add(row, schedule)
+    change(w, row, schedule)
+    w.override = overrideOf(row)
+    return w
+  }
+
   const remove = (w: IndexedWindow) => {
     windows.delete(w.row.id)
     unindex(w)
@@ -190,6 +202,7 @@ export const makeWindowIndex = () => {
     add,
     change,
     overridden,
+    put,
     remove,
     holds,
     get,
