@@ -52,6 +52,25 @@ export interface HealthCountsRow {
   readonly sla_met: number
 }
 
+/**
+ * Where the health rollup (`run_health_hourly`, sql/0021) is out of date, for healthCountsRolledUp:
+ * its table's dirty (monitor, hour) keys and the sweep's mark, read in the same statement; or the
+ * whole hours a continuous aggregate has yet to re-materialize (src/Stats/Rollup.ts).
+ */
+export type HealthRollupStale =
+  | { readonly backing: "table" }
+  | { readonly backing: "continuous-aggregate"; readonly hours: ReadonlyArray<{ readonly from: Date; readonly to: Date }> }
+
+/** The window of a health count, split where the rollup can answer (src/Engine/HealthRefresh.ts). */
+export interface HealthSpans {
+  /** The window holds runs that started after this instant. */
+  readonly from: Date
+  /** The first whole hour the rollup may answer for (an hour boundary after `from`). */
+  readonly firstHour: Date
+  /** The hour the rollup answers up to (excluded): later runs are read raw. */
+  readonly lastHour: Date
+}
+
 export interface OpenIncidentsRow {
   readonly monitor_id: string
   readonly severity: Severity
@@ -143,7 +162,11 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
           as u(id, status, set_next, next_expected_ms, last_ping_ms, last_run_status)
         where m.id = u.id`.pipe(Effect.asVoid, Effect.withSpan("EngineRepo.writeMonitorStates"))
 
-    /** What a health score counts of these monitors' runs started after `from` (src/Engine/Health.ts). */
+    /**
+     * What a health score counts of these monitors' runs started after `from` (src/Engine/Health.ts),
+     * straight from every run of the window: what healthCountsRolledUp must equal, and what it falls
+     * back to when TimescaleDB's invalidation logs cannot be read.
+     */
     const healthCounts = (ids: ReadonlyArray<string>, from: Date) =>
       sql<HealthCountsRow>`
         select r.monitor_id,
@@ -157,6 +180,114 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
         from runs r join monitors m on m.id = r.monitor_id
         where r.monitor_id in ${sql.in(ids)} and r.started_at > ${from}
         group by r.monitor_id`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.healthCounts"))
+
+    /**
+     * The same counts as healthCounts, for the same runs, read mostly from the hourly health rollup
+     * (docs/incident-rules.md, "How the counts are read"). The window (from, ∞) is split into:
+     * - (from, firstHour) and [hi, ∞): raw runs (the partial first hour; the hours not rolled up yet),
+     * - the whole hours [firstHour, hi): one rollup row each, except the stale hours (rows out of
+     *   date) and the hours whose successful durations straddle the monitor's SLA (the row cannot
+     *   say how many meet it), which are read raw, one index range scan each,
+     * where hi is `lastHour`, and over a table no later than the sweep's mark (later hours may lack
+     * their marks). One statement, so one snapshot: a refresh of the rollup commits its rows and
+     * consumes its keys at once. On-time runs are the received ones less those a LATE incident
+     * names, counted from the monitors' LATE incidents (an incident names a run of its own monitor).
+     */
+    const healthCountsRolledUp = (ids: ReadonlyArray<string>, spans: HealthSpans, stale: HealthRollupStale) => {
+      const hi = stale.backing === "table"
+        ? sql`greatest(${spans.firstHour}::timestamptz, least(${spans.lastHour}::timestamptz,
+            coalesce((select until from run_duration_swept), '-infinity'::timestamptz)))`
+        : sql`greatest(${spans.firstHour}::timestamptz, ${spans.lastHour}::timestamptz)`
+      const staleRanges = stale.backing === "table"
+        ? sql`
+            select d.monitor_id, d.bucket as lo, d.bucket + interval '1 hour' as hi
+            from run_duration_dirty d join m on m.id = d.monitor_id cross join b
+            where d.bucket >= ${spans.firstHour} and d.bucket < b.hi`
+        : sql`
+            select m.id as monitor_id, greatest(s.lo, ${spans.firstHour}::timestamptz) as lo, least(s.hi, b.hi) as hi
+            from m cross join b
+            cross join unnest(${stale.hours.map((h) => h.from)}::timestamptz[], ${stale.hours.map((h) => h.to)}::timestamptz[]) as s(lo, hi)
+            where s.hi > ${spans.firstHour} and s.lo < b.hi`
+      return sql<HealthCountsRow>`
+        with m as materialized (
+          select id, sla is not null as has_sla, (sla->>'maxDurationMs')::bigint as sla_max
+          from monitors where id = any(${ids as Array<string>}::uuid[])
+        ), b as materialized (
+          select ${hi} as hi
+        ), stale as materialized (
+          ${staleRanges}
+        ), hours as (
+          select h.monitor_id, h.runs, h.successes, h.timed, h.max_ms, m.has_sla, m.sla_max, h.bucket,
+                 coalesce(m.has_sla and h.timed > 0 and h.min_ms <= m.sla_max and h.max_ms > m.sla_max, false) as straddles
+          from m cross join b
+          cross join lateral (
+            select * from run_health_hourly h
+            where h.monitor_id = m.id and h.bucket >= ${spans.firstHour} and h.bucket < b.hi
+          ) h
+          where not exists (select 1 from stale s where s.monitor_id = h.monitor_id and h.bucket >= s.lo and h.bucket < s.hi)
+        ), rolled as (
+          select monitor_id, sum(runs) as received, sum(successes) as successful,
+                 sum(case when has_sla then timed else 0 end) as sla_evaluated,
+                 sum(case when has_sla and max_ms <= sla_max then timed else 0 end) as sla_met
+          from hours where not straddles
+          group by monitor_id
+        ), ranges as (
+          select monitor_id, lo, hi from stale
+          union all
+          select monitor_id, bucket, bucket + interval '1 hour' from hours where straddles
+        ), raw as (
+          select r.monitor_id, r.status, r.duration_ms
+          from ranges k
+          cross join lateral (
+            select monitor_id, status, duration_ms from runs r
+            where r.monitor_id = k.monitor_id and r.started_at >= k.lo and r.started_at < k.hi
+          ) r
+          union all
+          select r.monitor_id, r.status, r.duration_ms
+          from m
+          cross join lateral (
+            select monitor_id, status, duration_ms from runs r
+            where r.monitor_id = m.id and r.started_at > ${spans.from} and r.started_at < ${spans.firstHour}
+          ) r
+          union all
+          select r.monitor_id, r.status, r.duration_ms
+          from m cross join b
+          cross join lateral (
+            select monitor_id, status, duration_ms from runs r
+            where r.monitor_id = m.id and r.started_at >= b.hi
+          ) r
+        ), counted as (
+          select r.monitor_id, count(*) as received,
+            count(*) filter (where r.status = 'SUCCESS') as successful,
+            count(*) filter (where m.has_sla and r.status = 'SUCCESS' and r.duration_ms is not null) as sla_evaluated,
+            count(*) filter (where m.has_sla and r.status = 'SUCCESS' and r.duration_ms <= m.sla_max) as sla_met
+          from raw r join m on m.id = r.monitor_id
+          group by r.monitor_id
+        ), late as (
+          select r.monitor_id, count(*) as n
+          from (select distinct i.run_id from incidents i
+                where i.monitor_id = any(${ids as Array<string>}::uuid[]) and i.type = 'LATE' and i.run_id is not null) l
+          cross join lateral (
+            select r.monitor_id from runs r where r.id = l.run_id and r.started_at > ${spans.from}
+          ) r
+          join m on m.id = r.monitor_id
+          group by r.monitor_id
+        ), totals as (
+          select m.id as monitor_id,
+                 coalesce(x.received, 0) + coalesce(c.received, 0) as received,
+                 coalesce(x.successful, 0) + coalesce(c.successful, 0) as successful,
+                 coalesce(x.sla_evaluated, 0) + coalesce(c.sla_evaluated, 0) as sla_evaluated,
+                 coalesce(x.sla_met, 0) + coalesce(c.sla_met, 0) as sla_met,
+                 coalesce(l.n, 0) as late
+          from m
+          left join rolled x on x.monitor_id = m.id
+          left join counted c on c.monitor_id = m.id
+          left join late l on l.monitor_id = m.id
+        )
+        select monitor_id, received::int, successful::int, (received - late)::int as on_time,
+               sla_evaluated::int, sla_met::int
+        from totals where received > 0`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.healthCountsRolledUp"))
+    }
 
     const openIncidentsBySeverity = (ids: ReadonlyArray<string>) =>
       sql<OpenIncidentsRow>`
@@ -178,6 +309,7 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
       recentDurations,
       writeMonitorStates,
       healthCounts,
+      healthCountsRolledUp,
       openIncidentsBySeverity,
       writeHealthScores
     } as const
