@@ -53,12 +53,15 @@ export interface HealthCountsRow {
 }
 
 /**
- * Where the health rollup (`run_health_hourly`, sql/0021) is out of date, for healthCountsRolledUp:
- * its table's dirty (monitor, hour) keys and the sweep's mark, read in the same statement; or the
- * whole hours a continuous aggregate has yet to re-materialize (src/Stats/Rollup.ts).
+ * Where the health rollup (`run_health_hourly`, sql/0021) may be out of date, for
+ * healthCountsRolledUp. A table: its dirty (monitor, hour) keys, read in the counts' own statement,
+ * and the sweep's mark (`run_duration_swept.until`, null without its row), read before it: every
+ * run of an hour before the mark has its hour marked or rolled up, and the mark only moves forward,
+ * so an older reading of it only leaves more hours to raw runs. A continuous aggregate: the whole
+ * hours TimescaleDB has yet to re-materialize (src/Stats/Rollup.ts).
  */
 export type HealthRollupStale =
-  | { readonly backing: "table" }
+  | { readonly backing: "table"; readonly sweptUntil: Date | null }
   | { readonly backing: "continuous-aggregate"; readonly hours: ReadonlyArray<{ readonly from: Date; readonly to: Date }> }
 
 /** The window of a health count, split where the rollup can answer (src/Engine/HealthRefresh.ts). */
@@ -67,7 +70,7 @@ export interface HealthSpans {
   readonly from: Date
   /** The first whole hour the rollup may answer for (an hour boundary after `from`). */
   readonly firstHour: Date
-  /** The hour the rollup answers up to (excluded): later runs are read raw. */
+  /** The hour the rollup may answer up to (excluded): later runs are read raw. */
   readonly lastHour: Date
 }
 
@@ -103,6 +106,14 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
      */
     const withoutStatementTimeout = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
       withoutStatementTimeoutOn(sql)(effect)
+
+    /**
+     * Within a transaction: no JIT compilation for its statements. The health counts are one
+     * statement of many short index scans whose estimated cost passes `jit_above_cost`; compiling it
+     * took PostgreSQL 15 one to two seconds, several times what it runs (docs/performance.md).
+     */
+    const withoutJit = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.zipRight(sql`set local jit = off`.pipe(Effect.orDie), effect)
 
     /** Monitors not deleted: these, or all of them. */
     const monitors = (ids?: ReadonlyArray<string>) =>
@@ -181,6 +192,12 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
         where r.monitor_id in ${sql.in(ids)} and r.started_at > ${from}
         group by r.monitor_id`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.healthCounts"))
 
+    /** The sweep's mark of the rollup table (see HealthRollupStale); null without its row. */
+    const sweptUntil = sql<{ until: Date }>`select until from run_duration_swept`.pipe(
+      Effect.map((rows) => rows[0]?.until ?? null),
+      Effect.orDie
+    )
+
     /**
      * The same counts as healthCounts, for the same runs, read mostly from the hourly health rollup
      * (docs/incident-rules.md, "How the counts are read"). The window (from, ∞) is split into:
@@ -188,73 +205,67 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
      * - the whole hours [firstHour, hi): one rollup row each, except the stale hours (rows out of
      *   date) and the hours whose successful durations straddle the monitor's SLA (the row cannot
      *   say how many meet it), which are read raw, one index range scan each,
-     * where hi is `lastHour`, and over a table no later than the sweep's mark (later hours may lack
-     * their marks). One statement, so one snapshot: a refresh of the rollup commits its rows and
-     * consumes its keys at once. On-time runs are the received ones less those a LATE incident
+     * where hi is `lastHour`, over a table no later than the sweep's mark (later hours may lack
+     * their marks). One statement, so one snapshot: a refresh of the rollup table commits its rows
+     * and consumes its keys at once. On-time runs are the received ones less those a LATE incident
      * names, counted from the monitors' LATE incidents (an incident names a run of its own monitor).
      */
     const healthCountsRolledUp = (ids: ReadonlyArray<string>, spans: HealthSpans, stale: HealthRollupStale) => {
-      const hi = stale.backing === "table"
-        ? sql`greatest(${spans.firstHour}::timestamptz, least(${spans.lastHour}::timestamptz,
-            coalesce((select until from run_duration_swept), '-infinity'::timestamptz)))`
-        : sql`greatest(${spans.firstHour}::timestamptz, ${spans.lastHour}::timestamptz)`
-      const staleRanges = stale.backing === "table"
+      const first = spans.firstHour.getTime()
+      const last = stale.backing === "table"
+        ? Math.min(spans.lastHour.getTime(), stale.sweptUntil?.getTime() ?? -Infinity)
+        : spans.lastHour.getTime()
+      const firstHour = spans.firstHour
+      const hi = new Date(Math.max(first, last))
+      const ranges = stale.backing === "table"
         ? sql`
             select d.monitor_id, d.bucket as lo, d.bucket + interval '1 hour' as hi
-            from run_duration_dirty d join m on m.id = d.monitor_id cross join b
-            where d.bucket >= ${spans.firstHour} and d.bucket < b.hi`
+            from run_duration_dirty d
+            where d.monitor_id = any(${ids as Array<string>}::uuid[]) and d.bucket >= ${firstHour} and d.bucket < ${hi}`
         : sql`
-            select m.id as monitor_id, greatest(s.lo, ${spans.firstHour}::timestamptz) as lo, least(s.hi, b.hi) as hi
-            from m cross join b
-            cross join unnest(${stale.hours.map((h) => h.from)}::timestamptz[], ${stale.hours.map((h) => h.to)}::timestamptz[]) as s(lo, hi)
-            where s.hi > ${spans.firstHour} and s.lo < b.hi`
+            select m.id as monitor_id, greatest(s.lo, ${firstHour}::timestamptz) as lo, least(s.hi, ${hi}::timestamptz) as hi
+            from m cross join unnest(${stale.hours.map((h) => h.from)}::timestamptz[], ${stale.hours.map((h) => h.to)}::timestamptz[]) as s(lo, hi)
+            where s.hi > ${firstHour} and s.lo < ${hi}`
+      const fresh = sql`not exists (select 1 from stale s where s.monitor_id = h.monitor_id and h.bucket >= s.lo and h.bucket < s.hi)`
       return sql<HealthCountsRow>`
         with m as materialized (
           select id, sla is not null as has_sla, (sla->>'maxDurationMs')::bigint as sla_max
           from monitors where id = any(${ids as Array<string>}::uuid[])
-        ), b as materialized (
-          select ${hi} as hi
         ), stale as materialized (
-          ${staleRanges}
-        ), hours as (
-          select h.monitor_id, h.runs, h.successes, h.timed, h.max_ms, m.has_sla, m.sla_max, h.bucket,
-                 coalesce(m.has_sla and h.timed > 0 and h.min_ms <= m.sla_max and h.max_ms > m.sla_max, false) as straddles
-          from m cross join b
-          cross join lateral (
-            select * from run_health_hourly h
-            where h.monitor_id = m.id and h.bucket >= ${spans.firstHour} and h.bucket < b.hi
-          ) h
-          where not exists (select 1 from stale s where s.monitor_id = h.monitor_id and h.bucket >= s.lo and h.bucket < s.hi)
+          ${ranges}
         ), rolled as (
-          select monitor_id, sum(runs) as received, sum(successes) as successful,
-                 sum(case when has_sla then timed else 0 end) as sla_evaluated,
-                 sum(case when has_sla and max_ms <= sla_max then timed else 0 end) as sla_met
-          from hours where not straddles
-          group by monitor_id
-        ), ranges as (
-          select monitor_id, lo, hi from stale
-          union all
-          select monitor_id, bucket, bucket + interval '1 hour' from hours where straddles
+          select h.monitor_id, sum(h.runs::int) as received, sum(h.successes::int) as successful,
+                 coalesce(sum(h.timed::int) filter (where m.has_sla), 0) as sla_evaluated,
+                 coalesce(sum(h.timed::int) filter (where h.max_ms <= m.sla_max), 0) as sla_met
+          from run_health_hourly h join m on m.id = h.monitor_id
+          where h.bucket >= ${firstHour} and h.bucket < ${hi}
+            and not coalesce(h.timed > 0 and h.min_ms <= m.sla_max and h.max_ms > m.sla_max, false)
+            and ${fresh}
+          group by h.monitor_id
+        ), straddling as (
+          select h.monitor_id, h.bucket as lo, h.bucket + interval '1 hour' as hi
+          from m join run_health_hourly h on h.monitor_id = m.id
+          where m.sla_max is not null and h.bucket >= ${firstHour} and h.bucket < ${hi}
+            and h.timed > 0 and h.min_ms <= m.sla_max and h.max_ms > m.sla_max
+            and ${fresh}
         ), raw as (
           select r.monitor_id, r.status, r.duration_ms
-          from ranges k
+          from (select * from stale union all select * from straddling) k
           cross join lateral (
             select monitor_id, status, duration_ms from runs r
             where r.monitor_id = k.monitor_id and r.started_at >= k.lo and r.started_at < k.hi
           ) r
           union all
           select r.monitor_id, r.status, r.duration_ms
-          from m
-          cross join lateral (
+          from m cross join lateral (
             select monitor_id, status, duration_ms from runs r
-            where r.monitor_id = m.id and r.started_at > ${spans.from} and r.started_at < ${spans.firstHour}
+            where r.monitor_id = m.id and r.started_at > ${spans.from} and r.started_at < ${firstHour}
           ) r
           union all
           select r.monitor_id, r.status, r.duration_ms
-          from m cross join b
-          cross join lateral (
+          from m cross join lateral (
             select monitor_id, status, duration_ms from runs r
-            where r.monitor_id = m.id and r.started_at >= b.hi
+            where r.monitor_id = m.id and r.started_at >= ${hi}
           ) r
         ), counted as (
           select r.monitor_id, count(*) as received,
@@ -303,12 +314,14 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
 
     return {
       withoutStatementTimeout,
+      withoutJit,
       monitors,
       openRuns,
       activeIncidents,
       recentDurations,
       writeMonitorStates,
       healthCounts,
+      sweptUntil,
       healthCountsRolledUp,
       openIncidentsBySeverity,
       writeHealthScores

@@ -76,7 +76,9 @@ export class HealthRefresh extends Effect.Service<HealthRefresh>()("jobmon/Healt
       rollup.cagg
         ? Effect.map(rollup.healthStaleHours(spans.firstHour, spans.lastHour), (hours) =>
           hours === undefined ? undefined : { backing: "continuous-aggregate", hours })
-        : Effect.succeed(rollup.incremental ? { backing: "table" } : undefined)
+        : rollup.incremental
+        ? Effect.map(repo.sweptUntil, (sweptUntil) => ({ backing: "table", sweptUntil }))
+        : Effect.succeed(undefined)
 
     const countsWith = (ids: ReadonlyArray<string>, spans: HealthSpans, stale: HealthRollupStale | undefined) =>
       stale === undefined ? repo.healthCounts(ids, spans.from) : repo.healthCountsRolledUp(ids, spans, stale)
@@ -86,7 +88,7 @@ export class HealthRefresh extends Effect.Service<HealthRefresh>()("jobmon/Healt
       Effect.gen(function*() {
         const spans = healthSpans(now, runsRetentionDays)
         const stale = yield* staleOf(spans)
-        return yield* countsWith(ids, spans, stale).pipe(repo.withoutStatementTimeout, Effect.orDie)
+        return yield* countsWith(ids, spans, stale).pipe(repo.withoutJit, repo.withoutStatementTimeout, Effect.orDie)
       })
 
     /** Scores these monitors at `now` from their counts, and writes the scores. */
@@ -123,7 +125,7 @@ export class HealthRefresh extends Effect.Service<HealthRefresh>()("jobmon/Healt
         const now = yield* Clock.currentTimeMillis
         const spans = healthSpans(now, runsRetentionDays)
         const stale = yield* staleOf(spans)
-        yield* scoreWith(ids, configOf, now, spans, stale).pipe(repo.withoutStatementTimeout, Effect.orDie)
+        yield* scoreWith(ids, configOf, now, spans, stale).pipe(repo.withoutJit, repo.withoutStatementTimeout, Effect.orDie)
       })
 
     /** Scores the monitors that had news since the last pass. */
