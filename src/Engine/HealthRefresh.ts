@@ -23,8 +23,8 @@ export type ConfigLookup = (monitorId: string) => MonitorConfig | undefined
  * hours from the first after that instant up to the hour in progress may be answered by the health
  * rollup. With a retention (RUNS_RETENTION_DAYS), not the hours that retention may be dropping (up to
  * an hour after now − retention): TimescaleDB drops raw runs and the aggregate's rows in separate
- * jobs, so there a row may outlive its runs, or go first. Those are read raw, as today's direct
- * count reads them: whatever runs are still there.
+ * jobs, so there a row may outlive its runs, or go first. Those are read raw, as the direct count
+ * (EngineRepo.healthCounts) reads them: whatever runs are still there.
  */
 export const healthSpans = (now: number, retentionDays: number): HealthSpans => {
   const from = now - HEALTH_WINDOW_MS
