@@ -108,7 +108,7 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
           DURATION_CAGG,
           fromHour,
           toHour,
-          "duration statistics: runs written into materialized hours count once the next refresh (within a minute) has run"
+          "duration statistics count runs written into materialized hours once the next refresh (within a minute) has run"
         ).pipe(Effect.map((hours) => hours ?? []))
         : Effect.succeed([])
 
