@@ -5,7 +5,7 @@ import { Database } from "./Database.js"
 
 /**
  * The service watches the TimescaleDB background jobs on the relations it owns (retention and
- * compression of `runs`, retention of the duration rollup: src/Db/Policies.ts). A job that fails
+ * compression of `runs`, retention of the duration and health rollups: src/Db/Policies.ts). A job that fails
  * does so inside TimescaleDB's scheduler, where nobody looks: the watcher reads
  * `timescaledb_information.jobs`, `job_stats` and the newest error of each job from `job_history`
  * every JOB_WATCH_INTERVAL, and logs a warning naming the job and its error when its failure count
@@ -19,7 +19,7 @@ export const JOB_WATCH_INTERVAL = Duration.minutes(5)
 export const JOB_WARNING_INTERVAL = Duration.hours(1)
 
 /** The relations whose jobs are the service's (schema `public`). */
-export const WATCHED_RELATIONS = ["runs", "run_duration_hourly_cagg"] as const
+export const WATCHED_RELATIONS = ["runs", "run_duration_hourly_cagg", "run_health_hourly_cagg"] as const
 
 export type JobKind = "compression" | "retention" | "refresh" | "reorder" | "other"
 

@@ -9,8 +9,9 @@ import { withoutStatementTimeoutOn } from "./StatementTimeout.js"
  * Storage policies for `runs`, from the configuration (RUNS_RETENTION_DAYS, RUNS_COMPRESS_AFTER_DAYS).
  * Migrations are static SQL, so the policies are applied at each start, idempotently, and replaced
  * when the configuration changed:
- * - `timescaledb`: TimescaleDB jobs — a retention policy on `runs` and on the duration rollup
- *   (the same age, so statistics never mix kept and dropped hours), and compression of `runs`
+ * - `timescaledb`: TimescaleDB jobs — a retention policy on `runs` and on the duration and health
+ *   rollups (the same age, so statistics never mix kept and dropped hours; health scores read the
+ *   hours retention may be dropping from raw runs: src/Engine/HealthRefresh.ts), and compression of `runs`
  *   chunks segmented by monitor_id; a setting of 0 removes the policy.
  * - `timescaledb-apache`, `postgresql`: the service purges runs older than the retention itself,
  *   every hour (drop_chunks first on a hypertable, then a DELETE for the rest); compression needs
@@ -21,6 +22,7 @@ export const PURGE_INTERVAL = Duration.hours(1)
 const LOCK_KEY = 7_316_402_115
 const RUNS = "public.runs"
 const ROLLUP_CAGG = "public.run_duration_hourly_cagg"
+const HEALTH_CAGG = "public.run_health_hourly_cagg"
 
 const days = (n: number) => `${n} days`
 
@@ -63,6 +65,8 @@ export const applyTimescalePolicies = Effect.gen(function*() {
       yield* retentionOn(RUNS)
       const [cagg] = yield* sql<{ exists: boolean }>`select to_regclass(${ROLLUP_CAGG}) is not null as exists`
       if (cagg!.exists) yield* retentionOn(ROLLUP_CAGG)
+      const [health] = yield* sql<{ exists: boolean }>`select to_regclass(${HEALTH_CAGG}) is not null as exists`
+      if (health!.exists) yield* retentionOn(HEALTH_CAGG)
 
       const job = yield* current("policy_compression", RUNS, "compress_after")
       if (compressAfter !== null && job !== undefined && (yield* same(job.value, compressAfter))) return
@@ -87,7 +91,7 @@ export const applyTimescalePolicies = Effect.gen(function*() {
 
 /**
  * Without TimescaleDB policies: drop runs that started before now − retention, and the rollup rows
- * of the hours before it. The triggers on `runs` mark the hour that straddles the cut-off for the
+ * (duration and health) of the hours before it. The triggers on `runs` mark the hour that straddles the cut-off for the
  * rollup refresher; hours dropped whole go here directly (drop_chunks fires no triggers).
  */
 export const purgeOldRuns = Effect.gen(function*() {
@@ -108,6 +112,10 @@ export const purgeOldRuns = Effect.gen(function*() {
     const [table] = yield* sql<{ exists: boolean }>`select to_regclass('public.run_duration_hourly_data') is not null as exists`
     if (table!.exists) {
       yield* sql`delete from public.run_duration_hourly_data where bucket + interval '1 hour' <= ${cutoff}`
+    }
+    const [health] = yield* sql<{ exists: boolean }>`select to_regclass('public.run_health_hourly_data') is not null as exists`
+    if (health!.exists) {
+      yield* sql`delete from public.run_health_hourly_data where bucket + interval '1 hour' <= ${cutoff}`
     }
     return deleted
   }))

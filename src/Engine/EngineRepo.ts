@@ -53,6 +53,28 @@ export interface HealthCountsRow {
   readonly sla_met: number
 }
 
+/**
+ * Where the health rollup (`run_health_hourly`, sql/0021) may be out of date, for
+ * healthCountsRolledUp. A table: its dirty (monitor, hour) keys, read in the counts' own statement,
+ * and the sweep's mark (`run_duration_swept.until`, null without its row), read before it: every
+ * run of an hour before the mark has its hour marked or rolled up, and the mark only moves forward,
+ * so an older reading of it only leaves more hours to raw runs. A continuous aggregate: the whole
+ * hours TimescaleDB has yet to re-materialize (src/Stats/Rollup.ts).
+ */
+export type HealthRollupStale =
+  | { readonly backing: "table"; readonly sweptUntil: Date | null }
+  | { readonly backing: "continuous-aggregate"; readonly hours: ReadonlyArray<{ readonly from: Date; readonly to: Date }> }
+
+/** The window of a health count, split where the rollup can answer (src/Engine/HealthRefresh.ts). */
+export interface HealthSpans {
+  /** The window holds runs that started after this instant. */
+  readonly from: Date
+  /** The first whole hour the rollup may answer for (an hour boundary after `from`). */
+  readonly firstHour: Date
+  /** The hour the rollup may answer up to (excluded): later runs are read raw. */
+  readonly lastHour: Date
+}
+
 export interface OpenIncidentsRow {
   readonly monitor_id: string
   readonly severity: Severity
@@ -96,6 +118,14 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
      */
     const withoutStatementTimeout = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
       withoutStatementTimeoutOn(sql)(effect)
+
+    /**
+     * Within a transaction: no JIT compilation for its statements. The health counts are one
+     * statement of many short index scans whose estimated cost passes `jit_above_cost`; compiling it
+     * took PostgreSQL 15 one to two seconds, several times what it runs (docs/performance.md).
+     */
+    const withoutJit = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.zipRight(sql`set local jit = off`.pipe(Effect.orDie), effect)
 
     /** Monitors not deleted: these, or all of them. */
     const monitors = (ids?: ReadonlyArray<string>) =>
@@ -186,7 +216,11 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
           as u(id, status, set_next, next_expected_ms, last_ping_ms, last_run_status)
         where m.id = u.id`.pipe(Effect.asVoid, Effect.withSpan("EngineRepo.writeMonitorStates"))
 
-    /** What a health score counts of these monitors' runs started after `from` (src/Engine/Health.ts). */
+    /**
+     * What a health score counts of these monitors' runs started after `from` (src/Engine/Health.ts),
+     * straight from every run of the window: what healthCountsRolledUp must equal, and what it falls
+     * back to when TimescaleDB's invalidation logs cannot be read.
+     */
     const healthCounts = (ids: ReadonlyArray<string>, from: Date) =>
       sql<HealthCountsRow>`
         select r.monitor_id,
@@ -200,6 +234,114 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
         from runs r join monitors m on m.id = r.monitor_id
         where r.monitor_id in ${sql.in(ids)} and r.started_at > ${from}
         group by r.monitor_id`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.healthCounts"))
+
+    /** The sweep's mark of the rollup table (see HealthRollupStale); null without its row. */
+    const sweptUntil = sql<{ until: Date }>`select until from run_duration_swept`.pipe(
+      Effect.map((rows) => rows[0]?.until ?? null),
+      Effect.orDie
+    )
+
+    /**
+     * The same counts as healthCounts, for the same runs, read mostly from the hourly health rollup
+     * (docs/incident-rules.md, "How the counts are read"). The window (from, ∞) is split into:
+     * - (from, firstHour) and [hi, ∞): raw runs (the partial first hour; the hours not rolled up yet),
+     * - the whole hours [firstHour, hi): one rollup row each, except the stale hours (rows out of
+     *   date) and the hours whose successful durations straddle the monitor's SLA (the row cannot
+     *   say how many meet it), which are read raw, one index range scan each,
+     * where hi is `lastHour`, over a table no later than the sweep's mark (later hours may lack
+     * their marks). One statement, so one snapshot: a refresh of the rollup table commits its rows
+     * and consumes its keys at once. On-time runs are the received ones less those a LATE incident
+     * names, counted from the monitors' LATE incidents (an incident names a run of its own monitor).
+     */
+    const healthCountsRolledUp = (ids: ReadonlyArray<string>, spans: HealthSpans, stale: HealthRollupStale) => {
+      const first = spans.firstHour.getTime()
+      const last = stale.backing === "table"
+        ? Math.min(spans.lastHour.getTime(), stale.sweptUntil?.getTime() ?? -Infinity)
+        : spans.lastHour.getTime()
+      const firstHour = spans.firstHour
+      const hi = new Date(Math.max(first, last))
+      const ranges = stale.backing === "table"
+        ? sql`
+            select d.monitor_id, d.bucket as lo, d.bucket + interval '1 hour' as hi
+            from run_duration_dirty d
+            where d.monitor_id = any(${ids as Array<string>}::uuid[]) and d.bucket >= ${firstHour} and d.bucket < ${hi}`
+        : sql`
+            select m.id as monitor_id, greatest(s.lo, ${firstHour}::timestamptz) as lo, least(s.hi, ${hi}::timestamptz) as hi
+            from m cross join unnest(${stale.hours.map((h) => h.from)}::timestamptz[], ${stale.hours.map((h) => h.to)}::timestamptz[]) as s(lo, hi)
+            where s.hi > ${firstHour} and s.lo < ${hi}`
+      const fresh = sql`not exists (select 1 from stale s where s.monitor_id = h.monitor_id and h.bucket >= s.lo and h.bucket < s.hi)`
+      return sql<HealthCountsRow>`
+        with m as materialized (
+          select id, sla is not null as has_sla, (sla->>'maxDurationMs')::bigint as sla_max
+          from monitors where id = any(${ids as Array<string>}::uuid[])
+        ), stale as materialized (
+          ${ranges}
+        ), rolled as (
+          select h.monitor_id, sum(h.runs::int) as received, sum(h.successes::int) as successful,
+                 coalesce(sum(h.timed::int) filter (where m.has_sla), 0) as sla_evaluated,
+                 coalesce(sum(h.timed::int) filter (where h.max_ms <= m.sla_max), 0) as sla_met
+          from run_health_hourly h join m on m.id = h.monitor_id
+          where h.bucket >= ${firstHour} and h.bucket < ${hi}
+            and not coalesce(h.timed > 0 and h.min_ms <= m.sla_max and h.max_ms > m.sla_max, false)
+            and ${fresh}
+          group by h.monitor_id
+        ), straddling as (
+          select h.monitor_id, h.bucket as lo, h.bucket + interval '1 hour' as hi
+          from m join run_health_hourly h on h.monitor_id = m.id
+          where m.sla_max is not null and h.bucket >= ${firstHour} and h.bucket < ${hi}
+            and h.timed > 0 and h.min_ms <= m.sla_max and h.max_ms > m.sla_max
+            and ${fresh}
+        ), raw as (
+          select r.monitor_id, r.status, r.duration_ms
+          from (select * from stale union all select * from straddling) k
+          cross join lateral (
+            select monitor_id, status, duration_ms from runs r
+            where r.monitor_id = k.monitor_id and r.started_at >= k.lo and r.started_at < k.hi
+          ) r
+          union all
+          select r.monitor_id, r.status, r.duration_ms
+          from m cross join lateral (
+            select monitor_id, status, duration_ms from runs r
+            where r.monitor_id = m.id and r.started_at > ${spans.from} and r.started_at < ${firstHour}
+          ) r
+          union all
+          select r.monitor_id, r.status, r.duration_ms
+          from m cross join lateral (
+            select monitor_id, status, duration_ms from runs r
+            where r.monitor_id = m.id and r.started_at >= ${hi}
+          ) r
+        ), counted as (
+          select r.monitor_id, count(*) as received,
+            count(*) filter (where r.status = 'SUCCESS') as successful,
+            count(*) filter (where m.has_sla and r.status = 'SUCCESS' and r.duration_ms is not null) as sla_evaluated,
+            count(*) filter (where m.has_sla and r.status = 'SUCCESS' and r.duration_ms <= m.sla_max) as sla_met
+          from raw r join m on m.id = r.monitor_id
+          group by r.monitor_id
+        ), late as (
+          select r.monitor_id, count(*) as n
+          from (select distinct i.run_id from incidents i
+                where i.monitor_id = any(${ids as Array<string>}::uuid[]) and i.type = 'LATE' and i.run_id is not null) l
+          cross join lateral (
+            select r.monitor_id from runs r where r.id = l.run_id and r.started_at > ${spans.from}
+          ) r
+          join m on m.id = r.monitor_id
+          group by r.monitor_id
+        ), totals as (
+          select m.id as monitor_id,
+                 coalesce(x.received, 0) + coalesce(c.received, 0) as received,
+                 coalesce(x.successful, 0) + coalesce(c.successful, 0) as successful,
+                 coalesce(x.sla_evaluated, 0) + coalesce(c.sla_evaluated, 0) as sla_evaluated,
+                 coalesce(x.sla_met, 0) + coalesce(c.sla_met, 0) as sla_met,
+                 coalesce(l.n, 0) as late
+          from m
+          left join rolled x on x.monitor_id = m.id
+          left join counted c on c.monitor_id = m.id
+          left join late l on l.monitor_id = m.id
+        )
+        select monitor_id, received::int, successful::int, (received - late)::int as on_time,
+               sla_evaluated::int, sla_met::int
+        from totals where received > 0`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.healthCountsRolledUp"))
+    }
 
     const openIncidentsBySeverity = (ids: ReadonlyArray<string>) =>
       sql<OpenIncidentsRow>`
@@ -215,12 +357,15 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
 
     return {
       withoutStatementTimeout,
+      withoutJit,
       monitors,
       openRuns,
       activeIncidents,
       recentDurations,
       writeMonitorStates,
       healthCounts,
+      sweptUntil,
+      healthCountsRolledUp,
       openIncidentsBySeverity,
       writeHealthScores,
       monitorIdsOfShards,

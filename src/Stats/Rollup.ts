@@ -1,7 +1,7 @@
 import { Clock, Duration, Effect, Ref, Schedule } from "effect"
 import { Background } from "../Cluster/Cluster.js"
 import { isStatementTimeout } from "../Db/StatementTimeout.js"
-import { type HourRange, StatsRepo } from "./StatsRepo.js"
+import { type ContinuousAggregate, DURATION_CAGG, HEALTH_CAGG, type HourRange, StatsRepo } from "./StatsRepo.js"
 
 /** How often the service refreshes the rollup: the table (plain PostgreSQL, Apache-only TimescaleDB) or the continuous aggregate. */
 export const ROLLUP_REFRESH_INTERVAL = Duration.seconds(60)
@@ -26,8 +26,9 @@ const errorText = (cause: unknown) => {
 }
 
 /**
- * Keeps `run_duration_hourly` current; a background fiber, every minute, from start-up:
- * - Continuous aggregate (TimescaleDB): `refresh_continuous_aggregate(…, NULL, <last whole hour − 1 h>)`.
+ * Keeps `run_duration_hourly` and `run_health_hourly` (sql/0021) current; a background fiber, every
+ * minute, from start-up:
+ * - Continuous aggregates (TimescaleDB): `refresh_continuous_aggregate(…, NULL, <last whole hour − 1 h>)`.
  *   No start limit: TimescaleDB re-materializes every hour its invalidation logs name, however old
  *   (a late import, a run whose durationMs puts its start days back), and nothing else; about a
  *   millisecond when nothing changed. The service does this itself rather than through a TimescaleDB
@@ -75,7 +76,27 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
         })
         : Effect.void
 
-    let staleHoursUnreadable = false
+    const unreadable = new Set<ContinuousAggregate>()
+    /**
+     * The hours of `aggregate` in [fromHour, toHour) in TimescaleDB's invalidation logs below its
+     * watermark; undefined if TimescaleDB's catalog cannot be read (a release that changed it),
+     * which is logged once per aggregate with `consequence`.
+     */
+    const invalidated = (aggregate: ContinuousAggregate, fromHour: Date, toHour: Date, consequence: string) =>
+      repo.staleHours(fromHour, toHour, aggregate).pipe(
+        Effect.map((hours): ReadonlyArray<HourRange> | undefined => hours),
+        // A statement timeout stays one (the request answers 503); any other failure is the catalog's.
+        Effect.catchIf((error) => !isStatementTimeout(error), (error) =>
+          Effect.gen(function*() {
+            if (!unreadable.has(aggregate)) {
+              unreadable.add(aggregate)
+              yield* Effect.logWarning(`TimescaleDB's invalidation logs could not be read; ${consequence}`, error)
+            }
+            return undefined
+          })),
+        Effect.orDie
+      )
+
     /**
      * The hours in [fromHour, toHour) whose rollup rows are out of date and must be read from raw
      * runs: over a continuous aggregate, those in TimescaleDB's invalidation logs below its watermark;
@@ -85,23 +106,23 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
      */
     const staleHours = (fromHour: Date, toHour: Date): Effect.Effect<ReadonlyArray<HourRange>> =>
       backing.cagg
-        ? repo.staleHours(fromHour, toHour).pipe(
-          // A statement timeout stays one (the request answers 503); any other failure is the catalog's.
-          Effect.catchIf((error) => !isStatementTimeout(error), (error) =>
-            Effect.gen(function*() {
-              if (!staleHoursUnreadable) {
-                staleHoursUnreadable = true
-                yield* Effect.logWarning(
-                  "duration statistics: TimescaleDB's invalidation logs could not be read; runs written into " +
-                    "materialized hours count once the next refresh (within a minute) has run",
-                  error
-                )
-              }
-              return [] as ReadonlyArray<HourRange>
-            })
-          ),
-          Effect.orDie
-        )
+        ? invalidated(
+          DURATION_CAGG,
+          fromHour,
+          toHour,
+          "duration statistics count runs written into materialized hours once the next refresh (within a minute) has run"
+        ).pipe(Effect.map((hours) => hours ?? []))
+        : Effect.succeed([])
+
+    /**
+     * The health rollup's (`run_health_hourly`, sql/0021) hours in [fromHour, toHour) that must be
+     * read from raw runs, over a continuous aggregate (the table's are its dirty keys, which the
+     * health query reads itself): undefined when TimescaleDB's catalog cannot be read, and the health
+     * scores are then counted from raw runs alone.
+     */
+    const healthStaleHours = (fromHour: Date, toHour: Date): Effect.Effect<ReadonlyArray<HourRange> | undefined> =>
+      backing.cagg
+        ? invalidated(HEALTH_CAGG, fromHour, toHour, "health scores are counted from raw runs until it can")
         : Effect.succeed([])
 
     /** Brings every monitor's rollup rows up to date; the number of monitor-hours recomputed (table). */
@@ -141,8 +162,10 @@ export class Rollup extends Effect.Service<Rollup>()("jobmon/Rollup", {
 
     return {
       incremental: backing.incremental,
+      cagg: backing.cagg,
       refreshMonitor,
       staleHours,
+      healthStaleHours,
       /** One refresh as the background fiber runs it (recorded in `status`; failures are defects). */
       refreshAll: recorded,
       status: Ref.get(status)

@@ -42,6 +42,11 @@ export const ROLLUP_SWEEP_LOCK_KEY = 7_316_402_122
 /** Held (session-level, try only) by the instance refreshing the continuous aggregate. */
 export const CAGG_REFRESH_LOCK_KEY = 7_316_402_131
 
+/** The continuous aggregates (TimescaleDB mode): the duration rollup's, and the health rollup's (sql/0021). */
+export const DURATION_CAGG = "run_duration_hourly_cagg"
+export const HEALTH_CAGG = "run_health_hourly_cagg"
+export type ContinuousAggregate = typeof DURATION_CAGG | typeof HEALTH_CAGG
+
 /** The sweep's mark when its row is missing: before any run, so everything is swept again. */
 const SWEEP_EVERYTHING = new Date("0001-01-01T00:00:00Z")
 
@@ -179,9 +184,9 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
      * pending, cut to the window and to the watermark (hours above it are real-time: the view reads
      * them from raw runs already). TimescaleDB's own query rewriting judges an aggregate current by
      * the same tables. Spans are inclusive, in microseconds since 1970 with ±2^63 for open ends,
-     * which are cut away before conversion.
+     * which are cut away before conversion. Of the duration rollup's aggregate, or of `aggregate`.
      */
-    const staleHours = (fromHour: Date, toHour: Date) =>
+    const staleHours = (fromHour: Date, toHour: Date, aggregate: ContinuousAggregate = DURATION_CAGG) =>
       sql<{ lo: Date; hi: Date }>`
         with c as (
           select ca.raw_hypertable_id as raw_id, ca.mat_hypertable_id as mat_id,
@@ -189,7 +194,7 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
                  least(_timescaledb_functions.to_unix_microseconds(${toHour}::timestamptz),
                        _timescaledb_functions.cagg_watermark(ca.mat_hypertable_id)) as hi
           from _timescaledb_catalog.continuous_agg ca
-          where ca.user_view_schema = 'public' and ca.user_view_name = 'run_duration_hourly_cagg'
+          where ca.user_view_schema = 'public' and ca.user_view_name = ${aggregate}
         ), logged as (
           select l.lowest_modified_value as lo, l.greatest_modified_value as hi
           from _timescaledb_catalog.continuous_aggs_hypertable_invalidation_log l join c on l.hypertable_id = c.raw_id
@@ -217,8 +222,8 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
     )
 
     /**
-     * Table mode: consume up to `limit` dirty (monitor, hour) keys and recompute their rollup rows,
-     * in one transaction. The claim and the recompute are two statements on purpose: under READ
+     * Table mode: consume up to `limit` dirty (monitor, hour) keys and recompute their rollup rows
+     * (the duration rollup's and the health rollup's), in one transaction. The claim and the recompute are two statements on purpose: under READ
      * COMMITTED the recompute's snapshot is taken after the claim, and the claim waited for any
      * writer that holds a key's row lock (the triggers update it), so the recompute sees those runs.
      * `wait = false` skips keys that writers or another refresher hold (the background refresher);
@@ -276,6 +281,35 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
             delete from run_duration_hourly_data d using keys k
             where d.monitor_id = k.monitor_id and d.bucket = k.bucket
               and not exists (select 1 from rolled r where r.monitor_id = k.monitor_id and r.bucket = k.bucket)`
+          // The health rollup's rows of the same hours (sql/0021): every run, whatever its status.
+          yield* sql`
+            with keys as (
+              select * from unnest(${ids}::uuid[], ${buckets}::timestamptz[]) as k(monitor_id, bucket)
+            ), counted as (
+              select k.monitor_id, k.bucket, x.runs, x.successes, x.timed, x.min_ms, x.max_ms
+              from keys k
+              cross join lateral (
+                select count(*) as runs, count(*) filter (where r.status = 'SUCCESS') as successes,
+                       count(r.duration_ms) filter (where r.status = 'SUCCESS') as timed,
+                       min(r.duration_ms) filter (where r.status = 'SUCCESS') as min_ms,
+                       max(r.duration_ms) filter (where r.status = 'SUCCESS') as max_ms
+                from runs r
+                where r.monitor_id = k.monitor_id
+                  and r.started_at >= k.bucket and r.started_at < k.bucket + interval '1 hour'
+              ) x
+              where x.runs > 0
+            ), upserted as (
+              insert into run_health_hourly_data (monitor_id, bucket, runs, successes, timed, min_ms, max_ms)
+              select monitor_id, bucket, runs, successes, timed, min_ms, max_ms
+              from counted
+              on conflict (monitor_id, bucket) do update set
+                runs = excluded.runs, successes = excluded.successes, timed = excluded.timed,
+                min_ms = excluded.min_ms, max_ms = excluded.max_ms
+              returning 1
+            )
+            delete from run_health_hourly_data d using keys k
+            where d.monitor_id = k.monitor_id and d.bucket = k.bucket
+              and not exists (select 1 from counted c where c.monitor_id = k.monitor_id and c.bucket = k.bucket)`
           return claimed.length
         })
       ).pipe(Effect.orDie, Effect.withSpan("StatsRepo.refreshDirty"))
@@ -360,8 +394,9 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
 
     /**
      * TimescaleDB mode: re-materialize every invalidated hour before `until`, however old, and the
-     * hours up to it (not in a transaction: CALL cannot run in one). One instance at a time: another
-     * that holds the lock is refreshing already, and this one answers false.
+     * hours up to it, in both continuous aggregates (not in a transaction: CALL cannot run in one).
+     * One instance at a time: another that holds the lock is refreshing already, and this one
+     * answers false.
      */
     const refreshContinuousAggregate = (until: Date) =>
       // Background work over all time: no statement timeout.
@@ -369,9 +404,10 @@ export class StatsRepo extends Effect.Service<StatsRepo>()("jobmon/StatsRepo", {
         Effect.gen(function*() {
           const [lock] = yield* connection.execute("select pg_try_advisory_lock($1) as locked", [CAGG_REFRESH_LOCK_KEY], undefined)
           if ((lock as { locked?: boolean } | undefined)?.locked !== true) return false
-          return yield* connection.executeRaw(
-            "call refresh_continuous_aggregate('public.run_duration_hourly_cagg', null, $1::timestamptz)",
-            [until]
+          return yield* Effect.forEach(
+            [DURATION_CAGG, HEALTH_CAGG],
+            (aggregate) => connection.executeRaw(`call refresh_continuous_aggregate('public.${aggregate}', null, $1::timestamptz)`, [until]),
+            { discard: true }
           ).pipe(
             Effect.as(true),
             Effect.ensuring(Effect.ignore(connection.executeRaw("select pg_advisory_unlock($1)", [CAGG_REFRESH_LOCK_KEY])))

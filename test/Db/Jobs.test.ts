@@ -150,7 +150,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("storage st
       // the endpoint says what that error means.
       if (PORTAL_CHECK_ERROR.test(found.lastError.message)) expect(found.hint).toMatch(/docs\/operations\.md/)
       // Only the service's relations: not TimescaleDB's own jobs (job history retention, telemetry).
-      expect((body.jobs as Array<any>).every((j) => ["runs", "run_duration_hourly_cagg"].includes(j.relation))).toBe(true)
+      expect((body.jobs as Array<any>).every((j) => ["runs", "run_duration_hourly_cagg", "run_health_hourly_cagg"].includes(j.relation))).toBe(true)
 
       // A watcher that has not seen the job yet (as at start-up) warns, naming the job and its error.
       const { lines } = yield* captureLog(Effect.scoped(Effect.gen(function*() {
