@@ -1,4 +1,17 @@
-import { Entity, EntityId, RunnerAddress, ShardId, Sharding } from "@effect/cluster"
+import {
+  Entity,
+  EntityId,
+  RunnerAddress,
+  RunnerHealth,
+  Runners,
+  ShardId,
+  Sharding,
+  ShardingConfig,
+  SocketRunner,
+  SqlMessageStorage,
+  SqlRunnerStorage
+} from "@effect/cluster"
+import { RpcSerialization } from "@effect/rpc"
 import { NodeClusterSocket } from "@effect/platform-node"
 import { Rpc } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
@@ -106,20 +119,48 @@ export const ClusterRunnerLive = Layer.unwrapEffect(Effect.gen(function*() {
       new ClusterStartError(`CLUSTER_PORT ${port} is already in use on ${listenHost}: choose a free port for this instance's cluster traffic.`)
     )
   }
-  const sharding = NodeClusterSocket.layer({
-    storage: "sql",
-    shardingConfig: {
-      runnerAddress: Option.some(RunnerAddress.make(config.clusterHost, port)),
-      runnerListenAddress: Option.some(RunnerAddress.make(listenHost, port)),
-      shardsPerGroup: SHARDS,
-      shardLockRefreshInterval: Duration.millis(config.clusterLockRefreshMs),
-      shardLockExpiration: Duration.millis(config.clusterLockExpirationMs),
-      refreshAssignmentsInterval: Duration.millis(Math.max(250, Math.floor(config.clusterLockRefreshMs / 2))),
-      runnerHealthCheckInterval: Duration.millis(Math.max(500, config.clusterLockRefreshMs * 2)),
-      entityMessagePollInterval: Duration.millis(config.clusterLockRefreshMs),
-      entityMaxIdleTime: Duration.infinity
-    }
-  }).pipe(
+  // NodeClusterSocket.layer's composition (socket runner, SQL storage, msgpack), with one change:
+  // a runner is alive when it answers pings AND keeps its heartbeat in the database fresh. An
+  // instance cut off from PostgreSQL still answers pings, but cannot refresh its locks (so it stops
+  // judging) nor its heartbeat: the others mark it unhealthy and take its shards over, and it gets
+  // a share again once it is back.
+  const health = Layer.scoped(
+    RunnerHealth.RunnerHealth,
+    Effect.gen(function*() {
+      const ping = yield* RunnerHealth.makePing
+      const sql = yield* SqlClient.SqlClient
+      const fresh = (address: RunnerAddress.RunnerAddress) =>
+        sql<{ fresh: boolean }>`
+          select seen_at > now() - ${config.clusterLockExpirationMs} * interval '1 millisecond' as fresh
+          from cluster_members where address = ${`${address.host}:${address.port}`}`.pipe(
+          // No row yet (a runner starting), or this instance cannot ask: the pings decide.
+          Effect.map((rows) => rows[0]?.fresh ?? true),
+          Effect.orElseSucceed(() => true)
+        )
+      return {
+        isAlive: (address: RunnerAddress.RunnerAddress) =>
+          Effect.flatMap(fresh(address), (ok) => (ok ? ping.isAlive(address) : Effect.succeed(false)))
+      }
+    })
+  ).pipe(Layer.provide(Runners.layerRpc), Layer.provide(NodeClusterSocket.layerClientProtocol))
+  const shardingConfig = ShardingConfig.layerFromEnv({
+    runnerAddress: Option.some(RunnerAddress.make(config.clusterHost, port)),
+    runnerListenAddress: Option.some(RunnerAddress.make(listenHost, port)),
+    shardsPerGroup: SHARDS,
+    shardLockRefreshInterval: Duration.millis(config.clusterLockRefreshMs),
+    shardLockExpiration: Duration.millis(config.clusterLockExpirationMs),
+    refreshAssignmentsInterval: Duration.millis(Math.max(250, Math.floor(config.clusterLockRefreshMs / 2))),
+    runnerHealthCheckInterval: Duration.millis(Math.max(500, config.clusterLockRefreshMs * 2)),
+    entityMessagePollInterval: Duration.millis(config.clusterLockRefreshMs),
+    entityMaxIdleTime: Duration.infinity
+  })
+  const sharding = SocketRunner.layer.pipe(
+    Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
+    Layer.provide(health),
+    Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
+    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    Layer.provide(shardingConfig),
+    Layer.provide(RpcSerialization.layerMsgPack),
     // The cluster reads its own settings from the environment in constant case (HOST, PORT…), which
     // would take this service's HTTP settings for its own: it gets none but the ones given above.
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map()))),
@@ -228,7 +269,13 @@ export const ClusterKeepersLive = Layer.unwrapScoped(Effect.gen(function*() {
     yield* record(sql, address, running).pipe(Effect.ignore)
     yield* tick.pipe(Effect.zipRight(Effect.sleep(KEEPER_WAKE)), Effect.forever, Effect.forkScoped)
     // Seen by GET /api/cluster: this instance is alive (every few seconds), and gone when it stops.
-    yield* record(sql, address, running).pipe(Effect.ignore, Effect.zipRight(Effect.sleep("5 seconds")), Effect.forever, Effect.forkScoped)
+    // (Its freshness is also what the others' health checks read: see ClusterRunnerLive.)
+    yield* record(sql, address, running).pipe(
+      Effect.ignore,
+      Effect.zipRight(Effect.sleep(Duration.millis(config.clusterLockRefreshMs))),
+      Effect.forever,
+      Effect.forkScoped
+    )
     yield* Effect.addFinalizer(() => sql`delete from cluster_members where address = ${address}`.pipe(Effect.timeout("1 second"), Effect.ignore))
     // Other instances must be able to reach this one at CLUSTER_HOST:CLUSTER_PORT.
     if (!(yield* reachable(config.clusterHost, port, 3_000))) {

@@ -6,6 +6,7 @@ import {
   clusterOf,
   createDatabase,
   createMonitor,
+  databaseProxy,
   eventCount,
   freePort,
   incidentsOf,
@@ -236,6 +237,44 @@ describe("three instances", () => {
     // from SIGTERM to the others holding every shard (the process's own shutdown included)
     for (const ms of handovers) expect(ms).toBeLessThan(5_000)
   }, 240_000)
+})
+
+describe("an instance that loses its database", () => {
+  it("stops judging; the others take its shards and raise its monitors' MISSED on time; it rejoins when the database is back", async () => {
+    const proxy = await databaseProxy(db.url)
+    const cut = await launch("D", proxy.url)
+    try {
+      const four = [...nodes, cut]
+      await balanced(four, 30_000)
+      const held = new Set((await clusterOf(cut)).instance.shards)
+      const silent: Array<Monitor> = []
+      for (let i = 0; silent.filter((m) => held.has(shardOf(m.id))).length < 3 && i < 200; i++) {
+        silent.push(await createMonitor(nodes[0]!, `cut off ${i}`, "10s", 1))
+      }
+      const cutAt = Date.now()
+      proxy.cut()
+      await balanced(nodes, 20_000)
+      console.log(`cluster test: ${Date.now() - cutAt} ms after D lost its database, the others held every shard`)
+      await waitFor("D to say it stopped judging", 20_000, async () => (cut.log.includes("Shard lock storage is unhealthy") ? true : undefined))
+      const latest = Math.max(...silent.map(deadlineOf))
+      await sleep(Math.max(0, latest - Date.now()) + 3_000)
+      const incidents = await incidentsOf(nodes[0]!)
+      for (const m of silent) {
+        const mine = incidents.filter((i) => i.monitorId === m.id)
+        expect(mine.map((i) => i.type)).toEqual(["MISSED"])
+        expect(Date.parse(mine[0]!.createdAt) - deadlineOf(m)).toBeLessThan(10_000)
+      }
+      const opened = await eventCount(db.url, "incident.opened", silent.map((m) => m.id))
+      expect([...opened.values()].every((n) => n === 1)).toBe(true)
+      // back: it takes a share again
+      proxy.restore()
+      await balanced(four, 40_000)
+    } finally {
+      await stop(cut, "SIGKILL")
+      await proxy.close()
+    }
+    await balanced(nodes, 20_000)
+  }, 180_000)
 })
 
 describe("bad configuration", () => {

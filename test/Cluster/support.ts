@@ -273,3 +273,50 @@ export const eventCount = async (databaseUrl: string, type: string, monitorIds: 
     await client.end()
   }
 }
+
+/**
+ * A TCP proxy to PostgreSQL that the test can cut (every connection closed, new ones refused) and
+ * restore: an instance that loses its database while the others keep theirs.
+ */
+export const databaseProxy = async (databaseUrl: string) => {
+  const target = new URL(databaseUrl)
+  const sockets = new Set<net.Socket>()
+  let open = true
+  const server = net.createServer((client) => {
+    if (!open) return void client.destroy()
+    const upstream = net.connect(Number(target.port || 5432), target.hostname)
+    sockets.add(client)
+    sockets.add(upstream)
+    const close = () => {
+      client.destroy()
+      upstream.destroy()
+      sockets.delete(client)
+      sockets.delete(upstream)
+    }
+    client.on("error", close).on("close", close)
+    upstream.on("error", close).on("close", close)
+    client.pipe(upstream)
+    upstream.pipe(client)
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
+  const port = (server.address() as net.AddressInfo).port
+  const url = new URL(databaseUrl)
+  url.hostname = "127.0.0.1"
+  url.port = String(port)
+  return {
+    url: url.toString(),
+    cut: () => {
+      open = false
+      for (const s of sockets) s.destroy()
+      sockets.clear()
+    },
+    restore: () => {
+      open = true
+    },
+    close: () => new Promise<void>((resolve) => {
+      open = false
+      for (const s of sockets) s.destroy()
+      server.close(() => resolve())
+    })
+  }
+}
