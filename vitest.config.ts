@@ -1,8 +1,7 @@
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/globalSetup.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
@@ -12,6 +11,18 @@ export default defineConfig({
     // CI shares two cores with PostgreSQL: a test that fails is run once more before the run
     // fails, and a retried pass is still listed in the log (docs/operations.md, CI).
     retry: process.env.CI ? 1 : 0,
-    reporters: ["default"]
+    reporters: ["default"],
+    projects: [
+      {
+        extends: true,
+        test: { name: "service", include: ["test/**/*.test.ts"], exclude: [...configDefaults.exclude, "test/Cluster/**"], sequence: { groupOrder: 0 } }
+      },
+      {
+        // Several instances as real processes (three or four at once, each a whole service): run
+        // after the rest, alone, so that their timing does not weigh on the other files' nor theirs on it.
+        extends: true,
+        test: { name: "cluster", include: ["test/Cluster/**/*.test.ts"], sequence: { groupOrder: 1 } }
+      }
+    ]
   }
 })
