@@ -95,7 +95,14 @@ describe("three instances", () => {
       expect(view.instance.shards.length).toBeGreaterThanOrEqual(10)
     }
     expect(views.map((v) => v.instance.address).sort()).toEqual(views[0]!.members.map((m) => m.address).sort())
-    expect(views[0]!.unownedShards).toEqual([])
+    // what the members report (their heartbeats, a moment behind their own views) agrees
+    const reported = await waitFor("the members' reports to cover every shard", 5_000, async () => {
+      const view = await clusterOf(nodes[1]!)
+      return view.unownedShards.length === 0 ? view : undefined
+    })
+    for (const view of views) {
+      expect(reported.members.find((m) => m.address === view.instance.address)!.shards).toEqual(view.instance.shards)
+    }
   })
 
   it("a start on one instance and its success on another are one run, with or without runId; a failure's output reaches the owner's incident", async () => {
@@ -125,6 +132,25 @@ describe("three instances", () => {
       (await incidentsOf(c)).find((i) => i.monitorId === monitor.id && i.type === "FAIL"))
     const detail = await api<{ details: Record<string, unknown> }>(a, "GET", `/api/incidents/${fail.id}`)
     expect(JSON.stringify(detail.body.details)).toContain("disk full")
+  }, 60_000)
+
+  it("a ping taken by an instance that does not judge its monitor reaches the owner within 1 s", async () => {
+    const lags: Array<number> = []
+    for (let i = 0; i < 5; i++) {
+      const monitor = await createMonitor(nodes[i % 3]!, `news ${i}`, "1h", 60)
+      const owner = await ownerOf(nodes, monitor.id)
+      const other = nodes.find((n) => n !== owner)!
+      expect(owner).toBeDefined()
+      const sent = await api(other, "POST", `/api/ping/${monitor.id}/fail`, { exitCode: 1 })
+      const acknowledged = Date.now()
+      expect(sent.status).toBe(200)
+      await waitFor("the FAIL incident", 10_000, async () =>
+        (await incidentsOf(owner!)).find((x) => x.monitorId === monitor.id && x.type === "FAIL"), 10)
+      // (seen by polling: an upper bound)
+      lags.push(Date.now() - acknowledged)
+    }
+    console.log(`cluster test: a FAIL ping taken by a non-owner became an incident on its owner ${lags.join(", ")} ms after its 200`)
+    for (const lag of lags) expect(lag).toBeLessThan(1_000)
   }, 60_000)
 
   it("a monitor created on A, paused on B, resumed and deleted on C: its owner follows each step", async () => {
