@@ -5,7 +5,8 @@ import { makeWindowIndex, scheduleOfRow } from "./WindowIndex.js"
 /**
  * The one WindowIndex of this instance, loaded with every live window at start-up. The engine's
  * MaintenanceCheck and the monitors API read it; the Maintenance service (the API's create, PATCH,
- * DELETE and override on this instance) keeps it current, under the scheduler's lock.
+ * DELETE and override on this instance) keeps it current, under the scheduler's lock. With several
+ * instances the scheduler also reloads into it the windows changed on the others (their news).
  */
 export class MaintenanceIndex extends Effect.Service<MaintenanceIndex>()("jobmon/MaintenanceIndex", {
   dependencies: [MaintenanceRepo.Default],

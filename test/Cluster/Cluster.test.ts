@@ -45,19 +45,15 @@ const pinger = (monitors: ReadonlyArray<Monitor>, everyMs: number) => {
       for (const m of monitors) {
         const targets = live()
         const target = targets[turn++ % targets.length]!
-        try {
-          const r = await api(target, "POST", `/api/ping/${m.id}/success`, {})
-          sent++
-          if (r.status !== 200) refused.push(`${target.name}: ${r.status}`)
-        } catch (e) {
-          // an instance stopping under the request: the client retries elsewhere, as a load balancer would
-          const other = live().find((n) => n !== target)
-          if (other !== undefined) {
-            const r = await api(other, "POST", `/api/ping/${m.id}/success`, {})
-            sent++
-            if (r.status !== 200) refused.push(`${other.name}: ${r.status}`)
-          }
-        }
+        // An instance stopping under the request refuses it (503: not stored, not acknowledged) or
+        // drops the connection: the client sends it again to another, as `jobmon` and a load
+        // balancer do (docs/client.md, "Retries").
+        const status = await api(target, "POST", `/api/ping/${m.id}/success`, {}).then((r) => r.status, () => 0)
+        sent++
+        if (status === 200) continue
+        const other = live().find((n) => n !== target)
+        const again = other === undefined ? 0 : await api(other, "POST", `/api/ping/${m.id}/success`, {}).then((r) => r.status, () => 0)
+        if (again !== 200) refused.push(`${target.name}: ${status}, then ${other?.name}: ${again}`)
       }
       await sleep(Math.max(0, everyMs - (Date.now() - started)))
     }
