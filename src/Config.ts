@@ -44,6 +44,8 @@ export interface AppConfigShape {
    * engine's start-up are exempt (src/Db/StatementTimeout.ts).
    */
   readonly statementTimeoutMs: number
+  /** Connections of the service's pool to PostgreSQL (each instance also holds two LISTEN connections). */
+  readonly databasePoolSize: number
   /** Monitors an organization may have (deleted ones do not count); 0 = no limit. */
   readonly maxMonitorsPerOrg: number
   /** Maintenance windows an organization may have (deleted ones do not count); 0 = no limit. */
@@ -139,6 +141,10 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
     Config.validate({ message: "MAX_PENDING_INVITES_PER_ORG must be at least 1", validation: (n) => n >= 1 })
   ),
   statementTimeoutMs: Config.integer("STATEMENT_TIMEOUT_MS").pipe(nonNegative(5_000)),
+  databasePoolSize: Config.integer("DATABASE_POOL_SIZE").pipe(
+    Config.withDefault(20),
+    Config.validate({ message: "DATABASE_POOL_SIZE must be between 4 and 500", validation: (n) => n >= 4 && n <= 500 })
+  ),
   maxMonitorsPerOrg: Config.integer("MAX_MONITORS_PER_ORG").pipe(nonNegative(10_000)),
   maxMaintenanceWindowsPerOrg: Config.integer("MAX_MAINTENANCE_WINDOWS_PER_ORG").pipe(nonNegative(1_000)),
   clusterPort: Config.option(Config.port("CLUSTER_PORT")),

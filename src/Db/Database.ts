@@ -61,7 +61,7 @@ export const makeDatabaseLive = (
       })
       const pool = new pg.Pool({
         connectionString: Redacted.value(url),
-        max: 20,
+        max: config.databasePoolSize,
         idleTimeoutMillis: 30_000,
         application_name: "jobmon",
         // Bounds what one request can cost (src/Db/StatementTimeout.ts); long work opts out.

@@ -19,6 +19,9 @@ const root = path.resolve(import.meta.dirname, "../..")
  */
 export const TEST_TIMERS = { CLUSTER_LOCK_REFRESH_MS: "500", CLUSTER_LOCK_EXPIRATION_MS: "3000" }
 
+/** Four instances at once must fit the test server's connections (100 by default) beside the other tests. */
+const TEST_POOL = { DATABASE_POOL_SIZE: "8" }
+
 export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = net.createServer()
@@ -114,6 +117,7 @@ export const launch = async (
     PING_RATE_PER_SECOND: "1000",
     PING_BURST: "1000",
     ...TEST_TIMERS,
+    ...TEST_POOL,
     ...extra
   }
   const instance: Instance = { name, url: `http://127.0.0.1:${httpPort}`, httpPort, clusterPort, env, child: spawnServe(env), log: "" }
