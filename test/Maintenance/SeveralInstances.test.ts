@@ -40,24 +40,31 @@ const instance = (url: string, options: { readonly newsLagMs?: number; readonly 
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
 
-/** The settings are read from the environment when the layers are built: CLUSTER_PORT just then. */
-const clusterPortSet = <A, E, R>(build: Effect.Effect<A, E, R>) =>
+/**
+ * The settings are read from the environment when the layers are built: CLUSTER_PORT just then, and
+ * DATABASE_URL with it (cluster mode refuses to start without one; on the embedded test database
+ * the environment has none).
+ */
+const clusterPortSet = <A, E, R>(url: string, build: Effect.Effect<A, E, R>) =>
   Effect.acquireUseRelease(
     Effect.sync(() => {
-      const before = process.env.CLUSTER_PORT
+      const before = { port: process.env.CLUSTER_PORT, url: process.env.DATABASE_URL }
       process.env.CLUSTER_PORT = "45999"
+      process.env.DATABASE_URL = url
       return before
     }),
     () => build,
     (before) =>
       Effect.sync(() => {
-        if (before === undefined) delete process.env.CLUSTER_PORT
-        else process.env.CLUSTER_PORT = before
+        if (before.port === undefined) delete process.env.CLUSTER_PORT
+        else process.env.CLUSTER_PORT = before.port
+        if (before.url === undefined) delete process.env.DATABASE_URL
+        else process.env.DATABASE_URL = before.url
       })
   )
 
 const start = (url: string, options: Parameters<typeof instance>[1] = {}) =>
-  Effect.map(clusterPortSet(Layer.build(instance(url, options))), (context) => ({
+  Effect.map(clusterPortSet(url, Layer.build(instance(url, options))), (context) => ({
     maintenance: Context.get(context, Maintenance),
     index: Context.get(context, MaintenanceIndex),
     check: Context.get(context, MaintenanceCheck),
