@@ -228,11 +228,13 @@ describe("three instances", () => {
     const opened = await eventCount(db.url, "incident.opened", silent.map((m) => m.id))
     expect([...opened.values()].every((n) => n === 1)).toBe(true)
     expect(opened.size).toBe(silent.length)
-    // the same instance again takes its share
-    const joinedAt = Date.now()
+    // the same instance again takes its share, counted from when it answers (its start-up aside)
     nodes[2] = await restart(victim)
-    await balanced(nodes, 20_000)
-    expect(Date.now() - joinedAt).toBeLessThan(20_000)
+    const upAt = Date.now()
+    await balanced(nodes, 30_000)
+    const rebalance = Date.now() - upAt
+    console.log(`cluster test: a restarted instance had its share ${rebalance} ms after it answered /healthz`)
+    expect(rebalance).toBeLessThan(15_000)
   }, 120_000)
 
   it("SIGTERM hands an instance's shards over within about 2 s; a rolling restart of all three raises no false incident", async () => {
