@@ -57,8 +57,11 @@ interface Fields {
 /** One check of a create or update body; `url` is the url to be stored when it changes (undefined: kept). */
 type Rule = (input: Fields, context: { readonly orgId: string; readonly url: string | undefined }) => Effect.Effect<void, ValidationError>
 
+/** The tables of the destinations configured here (alert channels: AlertChannels.ts). */
+type UrlTable = Exclude<DestinationTable, "alert_channels">
+
 /** What differs between kinds of destination (beside where they are stored). */
-interface Kind<T extends DestinationTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields>
+interface Kind<T extends UrlTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields>
   extends DestinationStore<T>
 {
   readonly quota: keyof typeof ORGANIZATION_QUOTAS
@@ -254,7 +257,7 @@ export class Destinations extends Effect.Service<Destinations>()("jobmon/Destina
     }
 
     /** The operations of one kind, along the one path. */
-    const operationsOf = <T extends DestinationTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields>(
+    const operationsOf = <T extends UrlTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields>(
       kind: Kind<T, Shown, Created, Create, Update>
     ) => {
       const validate = (orgId: string, input: Fields, url: string | undefined) =>
