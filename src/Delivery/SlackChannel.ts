@@ -86,11 +86,13 @@ const codeBlock = (label: string, output: string, room: number): string => {
   const open = `*${label}*\n\`\`\`\n`
   const close = "\n```"
   const safe = output.replace(/```/g, "`\u200b``")
-  let take = Math.min(safe.length, room)
+  let take = Math.min(safe.length, room - open.length - close.length)
   for (;;) {
     const body = escapeMrkdwn(tail(safe, take))
-    if (open.length + body.length + close.length <= room || take <= 1) return open + body + close
-    take -= Math.max(1, open.length + body.length + close.length - room)
+    const excess = open.length + body.length + close.length - room
+    if (excess <= 0 || take <= 1) return open + body + close
+    // escaping makes one character at most five (&amp;)
+    take -= Math.max(1, Math.ceil(excess / 5))
   }
 }
 
