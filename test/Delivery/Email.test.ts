@@ -1,8 +1,11 @@
-import { expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Clock, Effect, Option, Redacted, TestClock } from "effect"
 import { type ParsedMail, simpleParser } from "mailparser"
 import type { AddressInfo } from "node:net"
 import { SMTPServer, type SMTPServerSession } from "smtp-server"
+import { emailOf, emailVerdict } from "../../src/Delivery/EmailChannel.js"
+import { testAlertOf } from "../../src/Delivery/Alert.js"
+import type { SendResult } from "../../src/Delivery/Sender.js"
 import { Webhooks } from "../../src/Delivery/Webhooks.js"
 import { call, createMonitor, TestServer } from "../support/fixture.js"
 import { raise } from "../Incidents/support.js"
@@ -46,6 +49,26 @@ const makeServer = () =>
 let server = makeServer()
 const port = await new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.server.address() as AddressInfo).port)))
 const SMTP_URL = `smtp://jobmon:${encodeURIComponent("s3cret pass")}@127.0.0.1:${port}?tls.rejectUnauthorized=false`
+
+const smtp = (status: number, text: string): SendResult => ({ outcome: { _tag: "Answered", status }, responseTimeMs: 3, responseText: text, protocol: "smtp" })
+
+describe("email, pure", () => {
+  it("the SMTP server's answer: 2xx delivered, 4xx and no answer retried, 5xx the message fails", () => {
+    expect(emailVerdict(smtp(250, "2.0.0 Ok: queued"))._tag).toBe("Delivered")
+    expect(emailVerdict(smtp(451, "4.7.1 Greylisted"))).toMatchObject({ _tag: "RetryLater", detail: "SMTP 451: 4.7.1 Greylisted" })
+    expect(emailVerdict(smtp(421, "4.3.2 Shutting down"))._tag).toBe("RetryLater")
+    expect(emailVerdict(smtp(550, "5.1.1 No such user"))).toEqual({ _tag: "Rejected", detail: "SMTP 550: 5.1.1 No such user" })
+    expect(emailVerdict(smtp(535, "5.7.8 Authentication failed"))._tag).toBe("Rejected")
+    expect(emailVerdict({ outcome: { _tag: "NoAnswer", error: "ECONNECTION: connect ECONNREFUSED" }, responseTimeMs: 1, protocol: "smtp" })._tag).toBe("RetryLater")
+    expect(emailVerdict({ outcome: { _tag: "Refused", error: "refused: email is not set up" }, responseTimeMs: 0, protocol: "smtp" })._tag).toBe("Rejected")
+  })
+  it("a subject is one line; the HTML escapes what it shows", () => {
+    const mail = emailOf({ ...testAlertOf("evil\r\nBcc: x@example.com <b>", 0), text: "<script>alert(1)</script>" })
+    expect(mail.subject).toBe("[jobmon] Test message: evil Bcc: x@example.com <b>")
+    expect(mail.html).not.toContain("<script>")
+    expect(mail.html).toContain("&lt;script&gt;")
+  })
+})
 
 const emailChannel = (to: ReadonlyArray<string>, extra: Record<string, unknown> = {}) =>
   Effect.gen(function*() {
