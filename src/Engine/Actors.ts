@@ -164,6 +164,8 @@ export const makeActors = (
     const commit = (actor: Actor, event: EngineEvent, decision: Decision) => {
       if (event._tag === "RunStarted") writer.pinged(actor.id, event.at, undefined)
       else if (event._tag === "RunFinished") writer.pinged(actor.id, event.at, event.run.status)
+      // The thresholds' counts live on the monitor row, for an actor rebuilt from the database.
+      if (decision.state.streak !== actor.state.streak) writer.streak(actor.id, decision.state.streak)
       actor.state = decision.state
       // A user's acknowledge or resolve has committed before it reaches the actor.
       if (event._tag === "IncidentChanged") health.changedIncidents(actor.id)
