@@ -74,7 +74,8 @@ const MaxOutputSizeKb = Schema.Int.pipe(Schema.between(1, 1024))
 const threshold = (field: string, description: string) =>
   Schema.Int.pipe(Schema.between(1, MAX_THRESHOLD)).annotations({
     description,
-    message: () => `${field} must be a whole number from 1 to ${MAX_THRESHOLD}`
+    // For every way a value can be wrong (not a number, not whole, out of range): one clear message.
+    message: () => ({ message: `${field} must be a whole number from 1 to ${MAX_THRESHOLD}`, override: true })
   })
 const FailureThreshold = threshold(
   "failureThreshold",
