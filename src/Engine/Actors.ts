@@ -184,14 +184,16 @@ export const makeActors = (
       })
 
     /**
-     * Cluster mode: before MISSED or LATE is raised, the runs the database holds since the last ping
-     * this actor heard of (news still on its way, or lost with an instance that died after its commit):
-     * when there are some, they are judged first and the deadline again after them.
+     * Cluster mode: before MISSED or LATE is raised (or a missed occurrence is counted toward a
+     * failure threshold: a Tick changes the streak only so), the runs the database holds since the
+     * last ping this actor heard of (news still on its way, or lost with an instance that died after
+     * its commit): when there are some, they are judged first and the deadline again after them.
      */
     const unheardRuns = (actor: Actor, event: EngineEvent, decision: Decision) =>
       Effect.gen(function*() {
         if (!clustered || event._tag !== "Tick") return false
-        if (!decision.effects.some((e) => e._tag === "RaiseIncident" && (e.type === "MISSED" || e.type === "LATE"))) return false
+        const countsMiss = decision.state.streak !== actor.state.streak
+        if (!countsMiss && !decision.effects.some((e) => e._tag === "RaiseIncident" && (e.type === "MISSED" || e.type === "LATE"))) return false
         const since = actor.state.lastPingAt ?? actor.state.config.createdAt
         const events = (yield* loader.eventsSince(actor.id, since)).filter((e) => !alreadyHeard(actor, e))
         if (events.length === 0) return false
