@@ -611,8 +611,10 @@ const onConfigChanged = (d: Draft, event: Extract<EngineEvent, { _tag: "ConfigCh
     return
   }
   if (previous.paused) {
-    // Resumed: what fell due while paused is not held against the job.
+    // Resumed: what fell due while paused is not held against the job, and the status is the last
+    // run's (as the monitors API shows it at once), not a miss from before the pause.
     d.nextExpectedAt = firstExpectedAfter(config.schedule, event.at)
+    d.streak = afterUncountedRun(d.streak)
   } else if (!sameSchedule(previous.schedule, config.schedule)) {
     d.nextExpectedAt = firstExpectedAfter(
       config.schedule,

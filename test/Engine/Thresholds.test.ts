@@ -191,6 +191,17 @@ describe("failureThreshold", () => {
     expect(quiet[0]!.state.streak).toEqual(NO_STREAK)
   })
 
+  it("resumed, a miss from before the pause no longer decides the status", () => {
+    const missed = feed(state({ failureThreshold: 3 }, { lastRunStatus: "SUCCESS", lastPingAt: hour(0, 1) }), [miss(1)])[0]!.state
+    expect(statusOf(missed)).toBe("MISSED")
+    const paused = decide(missed, { _tag: "ConfigChanged", config: config({ failureThreshold: 3, paused: true }), at: hour(1, 10) }, none)
+    const resumed = decide(paused.state, { _tag: "ConfigChanged", config: config({ failureThreshold: 3 }), at: hour(1, 20) }, none)
+    expect(statusOf(resumed.state)).toBe("OK")
+    // The count goes on: two more misses open MISSED.
+    const steps = feed(resumed.state, [miss(2), miss(3)])
+    expect(steps.map((s) => s.raised.map((r) => r.type))).toEqual([[], ["MISSED"]])
+  })
+
   it("paused: failures are not counted", () => {
     const steps = feed(state({ failureThreshold: 2, paused: true }), [fail(1), fail(2)])
     expect(steps.map((s) => s.raised.length)).toEqual([0, 0])
