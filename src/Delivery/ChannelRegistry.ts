@@ -17,6 +17,8 @@ import {
   WEBHOOKS
 } from "./DestinationsRepo.js"
 import { emailType } from "./EmailChannel.js"
+import { opsgenieType } from "./OpsgenieChannel.js"
+import { pagerDutyType } from "./PagerDutyChannel.js"
 import { slackType } from "./SlackChannel.js"
 import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
 
@@ -38,7 +40,9 @@ import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
  */
 export const ALERT_CHANNEL_TYPES: ReadonlyArray<AnyAlertChannelType> = [
   emailType,
-  slackType
+  slackType,
+  pagerDutyType,
+  opsgenieType
 ]
 
 /** An alert channel's routing (applied by the fan-out before its channel makes a message) and reminders. */
