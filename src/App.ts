@@ -9,6 +9,7 @@ import { AppConfigLive, type AppConfig } from "./Config.js"
 import { DatabaseLive } from "./Db/Database.js"
 import { JobWatch } from "./Db/Jobs.js"
 import { StoragePoliciesLive } from "./Db/Policies.js"
+import { AlertChannels } from "./Delivery/AlertChannels.js"
 import { Webhooks } from "./Delivery/Webhooks.js"
 import { Engine } from "./Engine/Engine.js"
 import { Events } from "./Events/Events.js"
@@ -93,8 +94,11 @@ const CoreServicesLive = Layer.mergeAll(
   Layer.provideMerge(Layer.mergeAll(ClusterRunnerLive, News.Default))
 )
 
-/** Outbound webhooks and their delivery worker (docs/delivery.md), over the core services. */
-const ServicesLive = Webhooks.Default.pipe(Layer.provideMerge(CoreServicesLive))
+/**
+ * Outbound webhooks and their delivery worker (docs/delivery.md), and the alert channels
+ * (docs/alerts.md), over the core services (reminders read the engine's MaintenanceCheck).
+ */
+const ServicesLive = Layer.mergeAll(Webhooks.Default, AlertChannels.Default).pipe(Layer.provideMerge(CoreServicesLive))
 
 export interface AppOptions {
   /** Serve the ping routes from the lean node:http handler (default) or through the HttpApi router. */

@@ -64,6 +64,13 @@ export interface AppConfigShape {
   readonly clusterLockRefreshMs: number
   /** After how long without a refresh a silent instance's shards are taken over, in milliseconds. */
   readonly clusterLockExpirationMs: number
+  /**
+   * The SMTP relay email alerts go through (docs/alerts.md#email): `smtp://user:pass@host:587`
+   * (STARTTLS when the server offers it) or `smtps://…:465`. None: email channels cannot be made.
+   */
+  readonly smtpUrl: Option.Option<Redacted.Redacted<string>>
+  /** The sender of email alerts: SMTP_FROM, else `jobmon <jobmon@<PUBLIC_URL's host>>`. */
+  readonly smtpFrom: string
 }
 
 export class AppConfig extends Context.Tag("jobmon/AppConfig")<AppConfig, AppConfigShape>() {}
@@ -87,6 +94,15 @@ const logLevelConfig = Config.literal("debug", "info", "warn", "error", "trace",
 
 /** Addresses that mean "every interface": no other machine can reach this one at them. */
 const isWildcard = (host: string) => ["", "0.0.0.0", "::", "[::]", "::0", "0:0:0:0:0:0:0:0"].includes(host.trim())
+
+/** The host name of a url, or `localhost` when it has none that parses. */
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, "") || "localhost"
+  } catch {
+    return "localhost"
+  }
+}
 
 /** A whole number of 0 or more, with a default (0 meaning "no limit" where the setting says so). */
 const nonNegative = (fallback: number) => (config: Config.Config<number>) =>
@@ -156,7 +172,15 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   clusterLockExpirationMs: Config.integer("CLUSTER_LOCK_EXPIRATION_MS").pipe(
     Config.withDefault(5_000),
     Config.validate({ message: "CLUSTER_LOCK_EXPIRATION_MS must be between 1000 and 600000", validation: (n) => n >= 1000 && n <= 600_000 })
-  )
+  ),
+  smtpUrl: Config.option(Config.redacted("SMTP_URL")).pipe(
+    Config.map(Option.filter((url) => Redacted.value(url).trim() !== "")),
+    Config.validate({
+      message: "SMTP_URL must be an smtp:// or smtps:// url, e.g. smtp://user:password@mail.example.com:587",
+      validation: Option.match({ onNone: () => true, onSome: (url) => /^smtps?:\/\/[^/?#]+/i.test(Redacted.value(url).trim()) })
+    })
+  ),
+  smtpFrom: Config.option(Config.string("SMTP_FROM")).pipe(Config.map(Option.filter((from) => from.trim() !== "")))
 }).pipe(
   Config.validate({
     message: "CLUSTER_PORT (cluster mode) needs DATABASE_URL: every instance must use the same external PostgreSQL, not the embedded one",
@@ -170,11 +194,15 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
     message: "CLUSTER_LOCK_EXPIRATION_MS must be greater than CLUSTER_LOCK_REFRESH_MS",
     validation: (c) => c.clusterLockExpirationMs > c.clusterLockRefreshMs
   }),
-  Config.map(({ clusterHost, publicUrl, ...rest }) => ({
-    ...rest,
-    publicUrl: Option.getOrElse(publicUrl, () => `http://${rest.host}:${rest.port}`).replace(/\/+$/, ""),
-    clusterHost: Option.getOrElse(clusterHost, () => (isWildcard(rest.host) ? hostname() : rest.host)).trim()
-  }))
+  Config.map(({ clusterHost, publicUrl: givenPublicUrl, smtpFrom, ...rest }) => {
+    const publicUrl = Option.getOrElse(givenPublicUrl, () => `http://${rest.host}:${rest.port}`).replace(/\/+$/, "")
+    return {
+      ...rest,
+      publicUrl,
+      smtpFrom: Option.getOrElse(smtpFrom, () => `jobmon <jobmon@${hostOf(publicUrl)}>`).trim(),
+      clusterHost: Option.getOrElse(clusterHost, () => (isWildcard(rest.host) ? hostname() : rest.host)).trim()
+    }
+  })
 )
 
 export const AppConfigLive = Layer.effect(AppConfig, appConfig)

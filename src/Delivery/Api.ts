@@ -3,10 +3,12 @@ import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
 import { BadGateway, Conflict, NotFound, ValidationError } from "../Domain/Errors.js"
 import { allOptional, IsoTimestamp, PageLimitParam } from "../Domain/Schemas.js"
+import { StoredString } from "../Domain/Text.js"
 import { EventTypes } from "../Events/Events.js"
 
 /**
- * Outbound webhooks and chat alert webhooks (docs/decisions.md#delivery, docs/delivery.md).
+ * Outbound webhooks, chat alert webhooks (docs/decisions.md#delivery, docs/delivery.md) and alert
+ * channels (docs/alerts.md).
  */
 
 /** Event kinds a webhook may select: the events table's kinds plus the test delivery's. */
@@ -210,4 +212,138 @@ export class ChatApi extends HttpApiGroup.make("chat")
   )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Chat alerts")
+{}
+
+// ---- alert channels (docs/alerts.md) -------------------------------------------------------------
+
+/**
+ * The types of the channels resource. `discord` is the chat webhooks (`/api/alerts/chat/webhooks`);
+ * every other type is a module registered in src/Delivery/ChannelRegistry.ts (a test keeps the two
+ * lists in step).
+ */
+export const AlertChannelTypes = ["discord", "email", "slack", "pagerduty", "opsgenie"] as const
+export type AlertChannelType = (typeof AlertChannelTypes)[number]
+
+const IncidentTypes = Schema.Literal("MISSED", "FAIL", "LATE", "ANOMALY")
+const Severities = Schema.Literal("HIGH", "MEDIUM", "LOW")
+const AlertEvents = Schema.Literal("incident.opened", "incident.acknowledged", "incident.resolved")
+
+const AlertRules = Schema.Struct({
+  monitorIds: Schema.Array(Schema.String).annotations({ description: "empty: every monitor" }),
+  tags: Schema.Array(Schema.String).annotations({ description: "the monitor carries one of them; empty: every monitor" }),
+  types: Schema.Array(IncidentTypes).annotations({ description: "empty: every incident type" }),
+  severity: Schema.Array(Severities).annotations({ description: "empty: every severity" }),
+  events: Schema.Array(AlertEvents).annotations({ description: "empty: all three" })
+})
+
+const ChannelTag = StoredString.pipe(Schema.minLength(1), Schema.maxLength(64))
+
+const AlertRulesInput = Schema.Struct({
+  monitorIds: Schema.optional(Schema.Array(Schema.String).pipe(Schema.maxItems(100))),
+  tags: Schema.optional(Schema.Array(ChannelTag).pipe(Schema.maxItems(50))),
+  types: Schema.optional(Schema.Array(IncidentTypes)),
+  severity: Schema.optional(Schema.Array(Severities)),
+  events: Schema.optional(Schema.Array(AlertEvents))
+})
+
+export const ReminderSettings = Schema.Struct({
+  everyMinutes: Schema.Int.pipe(Schema.between(1, 10_080)).annotations({ description: "1 to 10080 (a week)" }),
+  max: Schema.Int.pipe(Schema.between(1, 100)).annotations({ description: "reminders per incident, 1 to 100" })
+})
+
+const ChannelConfig = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+  description:
+    "per type (docs/alerts.md): email {to}, slack {url, mention?}, pagerduty {routingKey, baseUrl?}, opsgenie {apiKey, region?, baseUrl?}, discord {url, mention}. Secrets are write-only: a Slack or Discord url is shown masked, a PagerDuty routing key or Opsgenie API key not shown"
+})
+
+export const AlertChannel = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literal(...AlertChannelTypes),
+  name: Schema.String,
+  config: ChannelConfig,
+  rules: AlertRules,
+  reminders: Schema.NullOr(ReminderSettings),
+  status: Schema.Literal("active", "invalid"),
+  statusReason: Schema.NullOr(Schema.String).annotations({ description: "why it is invalid; null when active" }),
+  createdAt: IsoTimestamp
+})
+export type AlertChannel = typeof AlertChannel.Type
+
+const ChannelName = StoredString.pipe(Schema.minLength(1), Schema.maxLength(100))
+
+export const CreateAlertChannelRequest = Schema.Struct({
+  type: Schema.Literal(...AlertChannelTypes),
+  name: Schema.optional(ChannelName),
+  config: ChannelConfig,
+  rules: Schema.optional(AlertRulesInput),
+  reminders: Schema.optional(Schema.NullOr(ReminderSettings))
+})
+export type CreateAlertChannelRequest = typeof CreateAlertChannelRequest.Type
+
+/** PATCH: any of name, config (merged field by field; null removes an optional field), rules (a given list replaces it), reminders (null: none). */
+export const UpdateAlertChannelRequest = Schema.Struct(allOptional(CreateAlertChannelRequest.omit("type").fields))
+export type UpdateAlertChannelRequest = typeof UpdateAlertChannelRequest.Type
+
+export const ChannelTestResult = Schema.Struct({
+  sent: Schema.Boolean.annotations({ description: "whether the provider accepted the test message" }),
+  answer: Schema.String.annotations({ description: "the provider's answer in one line: HTTP 200: ok, SMTP 250: …, timeout: …" }),
+  channel: AlertChannel,
+  delivery: Delivery
+})
+
+const ChannelIdPath = Schema.Struct({ channelId: Schema.String })
+
+export class AlertChannelsApi extends HttpApiGroup.make("channels")
+  .add(
+    HttpApiEndpoint.post("create", "/api/alerts/channels")
+      .setPayload(CreateAlertChannelRequest)
+      .addSuccess(AlertChannel, { status: 201 })
+      .addError(ValidationError)
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Add an alert channel (email, slack; discord ones are made at /api/alerts/chat/webhooks); 409 over the organization's quota")
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/api/alerts/channels")
+      .addSuccess(Schema.Struct({ channels: Schema.Array(AlertChannel) }))
+      .annotate(OpenApi.Summary, "The organization's alert channels, the chat webhooks among them (type discord), oldest first; secrets masked or left out")
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/api/alerts/channels/:channelId")
+      .setPath(ChannelIdPath)
+      .addSuccess(AlertChannel)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.patch("update", "/api/alerts/channels/:channelId")
+      .setPath(ChannelIdPath)
+      .setPayload(UpdateAlertChannelRequest)
+      .addSuccess(AlertChannel)
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "Change name, config, rules or reminders; the channel becomes active again")
+  )
+  .add(
+    HttpApiEndpoint.del("delete", "/api/alerts/channels/:channelId")
+      .setPath(ChannelIdPath)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.post("test", "/api/alerts/channels/:channelId/test")
+      .setPath(ChannelIdPath)
+      .addSuccess(ChannelTestResult)
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "Send a test message now; answers what the provider said, the channel (invalid when the answer says it is gone) and the delivery")
+  )
+  .add(
+    HttpApiEndpoint.get("deliveries", "/api/alerts/channels/:channelId/deliveries")
+      .setPath(ChannelIdPath)
+      .setUrlParams(Schema.Struct({ limit: PageLimitParam }))
+      .addSuccess(Schema.Struct({ deliveries: Schema.Array(Delivery) }))
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "The channel's messages (alerts, reminders, tests), newest first")
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Alert channels")
 {}

@@ -3,11 +3,21 @@ import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../Config.js"
 import { BadGateway } from "../Domain/Errors.js"
-import { answerOf, type Channel, type OutboundRequest, retryWait, stateAfter, type StoredMessage } from "./Channel.js"
+import {
+  answerOf,
+  type Channel,
+  describeAnswer,
+  retryWait,
+  stateAfter,
+  type StoredMessage,
+  type Transmission,
+  type Verdict
+} from "./Channel.js"
 import { ChannelRegistry, type Registered } from "./ChannelRegistry.js"
 import { type Attempted, DeliveriesRepo, type DeliveryRow } from "./DeliveriesRepo.js"
 import { type ChatWebhookRow, type ClaimedWholeTable, type DestinationRows, DestinationsRepo, type WebhookRow } from "./DestinationsRepo.js"
 import { echo } from "./Input.js"
+import { Mailer } from "./Mailer.js"
 import { RATE_WINDOW_MS } from "./RetrySchedule.js"
 import { send, type SendResult } from "./Sender.js"
 import type { WebhookDestination } from "./WebhookChannel.js"
@@ -18,9 +28,11 @@ import type { WebhookDestination } from "./WebhookChannel.js"
  * recorded and each delivery rescheduled per the channel's verdict and retry table.
  *
  * Two cycles. Outbound webhooks are claimed per delivery, several lanes side by side, each claim
- * sent at once (many POSTs in flight). The destinations of every other kind (chat webhooks) are
- * claimed whole, one worker at a time per destination, so that what piled up while it waited goes
- * out packed into few messages.
+ * sent at once (many POSTs in flight). The destinations of every other kind (chat webhooks, alert
+ * channels) are claimed whole, one worker at a time per destination, so that what piled up while
+ * it waited goes out packed into few messages, at the channel's pace.
+ *
+ * A request is HTTP (Sender.ts) or a mail (Mailer.ts): the channel says which.
  */
 
 /** Outbound deliveries claimed at once by one lane, and lanes claiming side by side. */
@@ -64,7 +76,7 @@ const messageOf = (row: DeliveryRow): StoredMessage & { readonly row: DeliveryRo
  */
 const settle = <D>(channel: Channel<D>, group: ReadonlyArray<DeliveryRow>, result: SendResult, headers: Record<string, string>, at: number) => {
   const verdict = channel.verdictOn(result)
-  const { error, statusCode } = answerOf(result.outcome)
+  const { error, statusCode } = answerOf(result, verdict)
   const waitUntil = verdict._tag === "RetryLater"
     ? at + retryWait(channel.retry, Math.max(...group.map((d) => d.attempts)) + 1, verdict.retryAfterMs)
     : undefined
@@ -93,10 +105,14 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
     const destinations = yield* DestinationsRepo
     const config = yield* AppConfig
     const registry = yield* ChannelRegistry
+    const mailer = yield* Mailer
     const { chat, webhook } = registry
     const webhookChannel = webhook.channel
-    const sendRequest = (request: OutboundRequest) =>
-      send(request.url, request.body, request.headers, { allowPrivateTargets: config.allowPrivateTargets })
+    /** One attempt, over the transport its channel chose. */
+    const sendRequest = (request: Transmission): Promise<SendResult> =>
+      request.transport === "mail"
+        ? mailer.send(request)
+        : send(request.url, request.body, { ...request.headers, ...request.secretHeaders }, { allowPrivateTargets: config.allowPrivateTargets })
 
     /**
      * Takes up to `wanted` slots of each webhook's current minute (`limit` a minute), in one
@@ -194,7 +210,8 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
     /**
      * Sends a claimed destination's due messages, oldest first, packed as its channel allows. A
      * RetryLater or a full minute makes the destination wait (`waitUntil`); what is not sent stays
-     * pending and goes with what arrives meanwhile. An Invalid verdict ends it.
+     * pending and goes with what arrives meanwhile. An Invalid verdict ends it. A channel with a
+     * pace (`spacingMs`) sends one request and waits that long before the next.
      */
     const sendWaiting = <T extends ClaimedWholeTable, D>(
       kind: Registered<T, D>,
@@ -226,6 +243,11 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
             break
           }
           if (answer.verdict._tag === "RetryLater") break
+          if (channel.spacingMs > 0) {
+            // the provider's pace: the next request (of this round or a later one) waits
+            waitUntil = (yield* Clock.currentTimeMillis) + channel.spacingMs
+            break
+          }
         }
         return waitUntil
       })
@@ -260,7 +282,7 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
 
     /** Everything due now: the destinations claimed whole, and the outbound deliveries in CLAIM_LANES lanes. */
     const sendDue = Effect.all([
-      ...registry.claimedWhole.map((kind) => drain(claimAndSendWhole(kind), WHOLE_CLAIM_BATCH)),
+      ...registry.claimedWhole.map((kind) => drain(claimAndSendWhole(kind as Registered<any, unknown>), WHOLE_CLAIM_BATCH)),
       ...Array.from({ length: CLAIM_LANES }, () => drain(claimAndSendWebhooks, CLAIM_BATCH))
     ], { concurrency: "unbounded", discard: true })
 
@@ -310,7 +332,49 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
         })
       })
 
-    return { sendDue, testWebhook, testChat } as const
+    /**
+     * The channels resource's test (POST /api/alerts/channels/{id}/test): one message now, not
+     * counted against the minute and never retried, recorded as a delivery with its attempt; an
+     * answer that says the destination is gone makes it invalid. Answers the delivery, the verdict
+     * and the provider's answer in one line.
+     */
+    const testWhole = <T extends ClaimedWholeTable, D>(kind: Registered<T, D>, row: DestinationRows[T]) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const destination = kind.destinationOf(row)
+        const id = randomUUID()
+        const eventType = "channel.test"
+        const body = kind.channel.testMessageFor(destination, { id, at: now })
+        const request = kind.channel.requestFor(destination, [{ deliveryId: id, eventType, body }], {
+          at: now,
+          rate: { limit: kind.channel.perMinute, count: 0, resetAt: minuteOf(now) + RATE_WINDOW_MS }
+        })
+        const result = yield* Effect.promise(() => sendRequest(request))
+        const verdict: Verdict = kind.channel.verdictOn(result)
+        const { error, statusCode } = answerOf(result, verdict)
+        const delivery = yield* deliveries.insertAttempted({
+          column: kind.column,
+          destinationId: row.id,
+          eventId: id,
+          eventType,
+          body,
+          attempt: {
+            id,
+            attempt: 1,
+            at: now,
+            headers: request.headers,
+            statusCode,
+            responseTimeMs: result.responseTimeMs,
+            error,
+            status: verdict._tag === "Delivered" ? "succeeded" : "failed",
+            next: null
+          }
+        })
+        if (verdict._tag === "Invalid") yield* deliveries.invalidate(kind, row.id, verdict.reason, new Date(now))
+        return { delivery, verdict, answer: describeAnswer(result) }
+      })
+
+    return { sendDue, testWebhook, testChat, testWhole } as const
   }),
-  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default, ChannelRegistry.Default]
+  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default, ChannelRegistry.Default, Mailer.Default]
 }) {}

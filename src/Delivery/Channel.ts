@@ -3,6 +3,8 @@ import { envelopeOf, type StoredEvent, toStoredEvent } from "../Events/Events.js
 import { isSuccess, type Outcome } from "./RetrySchedule.js"
 import type { SendResult } from "./Sender.js"
 
+export type { SendResult }
+
 /**
  * One kind of destination, one module ("one channel, one module"): what the channel posts for an
  * event, how one attempt is carried, and what the receiver's answer means. A channel is pure: no
@@ -11,13 +13,22 @@ import type { SendResult } from "./Sender.js"
  * limit, sends through the one outbound client (Sender.ts: timeouts, SSRF guard), records every
  * attempt and reschedules per the channel's retry table (Attempts.ts, DeliveryWorker.ts).
  *
- * Today: signed webhooks (WebhookChannel.ts) and Discord-style chat (ChatChannel.ts).
+ * A request is HTTP (`OutboundRequest`, sent by Sender.ts) or a mail (`MailRequest`, sent over SMTP
+ * by Mailer.ts); the answer comes back as a `SendResult` either way.
+ *
+ * Channels: signed webhooks (WebhookChannel.ts), Discord-style chat (ChatChannel.ts), and the alert
+ * channels of the channels resource (ChannelType.ts: SlackChannel.ts, EmailChannel.ts, …).
  */
-export interface Channel<Destination> {
+export interface Channel<Destination, Request extends Transmission = Transmission> {
   /** Names the channel in logs and messages ("webhook", "chat"). */
   readonly kind: string
   /** Requests per minute to one destination; the rest wait for the next minute. */
   readonly perMinute: number
+  /**
+   * The least time between two requests to one destination, in milliseconds (a provider's pace,
+   * e.g. Slack's one message a second per webhook); 0 for none. Only for destinations claimed whole.
+   */
+  readonly spacingMs: number
   readonly retry: RetryPolicy
   /**
    * Event kinds whose messages read the incident behind them (`ChannelEvent.incident`): the fan-out
@@ -35,7 +46,7 @@ export interface Channel<Destination> {
    */
   readonly pack: <M extends StoredMessage>(messages: ReadonlyArray<M>) => ReadonlyArray<ReadonlyArray<M>>
   /** The request that carries one group of messages (one message for channels that do not pack). */
-  readonly requestFor: (destination: Destination, messages: ReadonlyArray<StoredMessage>, attempt: AttemptContext) => OutboundRequest
+  readonly requestFor: (destination: Destination, messages: ReadonlyArray<StoredMessage>, attempt: AttemptContext) => Request
   /** What the receiver's answer means. */
   readonly verdictOn: (answer: SendResult) => Verdict
 }
@@ -55,14 +66,19 @@ export interface ChannelEvent extends StoredEvent {
   readonly incident: IncidentFacts | undefined
 }
 
-/** An incident and its monitor, as alerts describe them. */
+/** An incident and its monitor, as alerts describe them (as they are when the fan-out reads them). */
 export interface IncidentFacts {
   readonly id: string
   /** MISSED, FAIL, LATE or ANOMALY. */
   readonly type: string
   readonly severity: string
+  /** OPEN, ACKNOWLEDGED or RESOLVED. */
+  readonly status: string
   readonly monitorId: string
   readonly monitorName: string
+  readonly monitorTags: ReadonlyArray<string>
+  /** ISO 8601: when it opened. */
+  readonly openedAt: string
   readonly details: Record<string, unknown>
 }
 
@@ -80,27 +96,67 @@ export interface AttemptContext {
   readonly rate: { readonly limit: number; readonly count: number; readonly resetAt: number }
 }
 
+/** An HTTP POST, sent by Sender.ts (SSRF guard, 5 s, no redirects). */
 export interface OutboundRequest {
+  readonly transport?: "http"
   readonly url: string
   /** Sent, and recorded with the attempt: they must never hold a secret (a signature may). */
   readonly headers: Record<string, string>
+  /** Sent but never recorded: credentials (Opsgenie's `Authorization: GenieKey …`). */
+  readonly secretHeaders?: Record<string, string> | undefined
   readonly body: string
 }
 
-/** The receiver's answer, classified by the channel. */
+/** A mail, sent over SMTP by Mailer.ts (SMTP_URL; the sender is SMTP_FROM). */
+export interface MailRequest {
+  readonly transport: "mail"
+  readonly to: ReadonlyArray<string>
+  readonly subject: string
+  readonly text: string
+  readonly html: string
+  /** Recorded with the attempt (To, Subject): never a secret. */
+  readonly headers: Record<string, string>
+}
+
+/** What one attempt sends. */
+export type Transmission = OutboundRequest | MailRequest
+
+/**
+ * The receiver's answer, classified by the channel. `detail`, when given, is what the attempt
+ * records as its error (e.g. `HTTP 400: invalid_payload`); otherwise `HTTP <status>` or the error.
+ */
 export type Verdict =
   /** Accepted (2xx). */
   | { readonly _tag: "Delivered" }
   /** Try again after the retry table's delay, or the receiver's Retry-After when the channel honours it and it is longer. */
-  | { readonly _tag: "RetryLater"; readonly retryAfterMs: number | undefined }
+  | { readonly _tag: "RetryLater"; readonly retryAfterMs: number | undefined; readonly detail?: string | undefined }
   /** This message failed for good; the destination stays as it is. */
-  | { readonly _tag: "Rejected" }
+  | { readonly _tag: "Rejected"; readonly detail?: string | undefined }
   /** The destination takes nothing any more (deleted, token revoked): it is marked invalid, with the reason. */
-  | { readonly _tag: "Invalid"; readonly reason: string }
+  | { readonly _tag: "Invalid"; readonly reason: string; readonly detail?: string | undefined }
 
 export const DELIVERED: Verdict = { _tag: "Delivered" }
 export const REJECTED: Verdict = { _tag: "Rejected" }
-export const retryLater = (retryAfterMs: number | undefined): Verdict => ({ _tag: "RetryLater", retryAfterMs })
+export const retryLater = (retryAfterMs: number | undefined, detail?: string): Verdict =>
+  detail === undefined ? { _tag: "RetryLater", retryAfterMs } : { _tag: "RetryLater", retryAfterMs, detail }
+export const rejected = (detail: string): Verdict => ({ _tag: "Rejected", detail })
+export const invalid = (reason: string, detail?: string): Verdict =>
+  detail === undefined ? { _tag: "Invalid", reason } : { _tag: "Invalid", reason, detail }
+
+/** The most of a provider's answer an attempt records. */
+const ANSWER_TEXT_LIMIT = 200
+
+/**
+ * A provider's answer in one line, as attempts record it and the test endpoint shows it:
+ * `HTTP 404: no_service`, `SMTP 550: 5.1.1 mailbox unavailable`, or the error (`timeout: …`).
+ */
+export const describeAnswer = (result: SendResult): string => {
+  const { outcome } = result
+  if (outcome._tag !== "Answered") return outcome.error
+  const text = (result.responseText ?? "").replace(/\s+/g, " ").trim()
+  const clipped = text.length > ANSWER_TEXT_LIMIT ? `${text.slice(0, ANSWER_TEXT_LIMIT)}…` : text
+  return `${result.protocol === "smtp" ? "SMTP" : "HTTP"} ${outcome.status}${clipped === "" ? "" : `: ${clipped}`}`
+}
 
 /** A stored event as channels read it; `incident` when the fan-out loaded it. */
 export const channelEventOf = (row: EventRow, incident?: IncidentFacts): ChannelEvent => {
@@ -109,11 +165,20 @@ export const channelEventOf = (row: EventRow, incident?: IncidentFacts): Channel
   return { ...stored, envelope: () => (envelope ??= JSON.stringify(envelopeOf(stored))), incident }
 }
 
-/** The attempt's status code and error, as webhook_delivery_attempts records them. */
-export const answerOf = (outcome: Outcome) => ({
-  statusCode: outcome._tag === "Answered" ? outcome.status : null,
-  error: outcome._tag === "Answered" ? (isSuccess(outcome) ? null : `HTTP ${outcome.status}`) : outcome.error
-})
+/**
+ * The attempt's status code and error, as webhook_delivery_attempts records them: the verdict's
+ * detail when it gives one, else `HTTP <status>` or the error.
+ */
+export const answerOf = (result: SendResult, verdict: Verdict) => {
+  const outcome: Outcome = result.outcome
+  const detail = verdict._tag === "Delivered" ? undefined : verdict.detail
+  return {
+    statusCode: outcome._tag === "Answered" ? outcome.status : null,
+    error: verdict._tag === "Delivered"
+      ? null
+      : detail ?? (outcome._tag === "Answered" ? (isSuccess(outcome) ? null : `HTTP ${outcome.status}`) : outcome.error)
+  }
+}
 
 /** A message's state after its attempt `attempt`. */
 export const stateAfter = (policy: RetryPolicy, verdict: Verdict, attempt: number): "succeeded" | "pending" | "failed" =>

@@ -1,5 +1,5 @@
 import { iso } from "../Domain/Instant.js"
-import { type Channel, type ChannelEvent, DELIVERED, REJECTED, retryLater } from "./Channel.js"
+import { type Channel, type ChannelEvent, DELIVERED, type OutboundRequest, REJECTED, retryLater } from "./Channel.js"
 import {
   type ChatIncident,
   type ChatMessageBody,
@@ -89,9 +89,10 @@ const INCIDENT_EVENTS = ["incident.opened", "incident.resolved"]
 const parse = (body: string) => JSON.parse(body) as ChatMessageBody
 
 /** The chat channel; its messages' buttons link to `publicUrl`. */
-export const chatChannel = (publicUrl: string): Channel<ChatDestination> => ({
+export const chatChannel = (publicUrl: string): Channel<ChatDestination, OutboundRequest> => ({
   kind: "chat",
   perMinute: CHAT_RATE_LIMIT_PER_MINUTE,
+  spacingMs: 0,
   retry: { maxAttempts: CHAT_MAX_ATTEMPTS, delayAfterAttempt: chatDelayAfterAttempt },
   incidentEvents: INCIDENT_EVENTS,
   messageFor: (chat, event) =>

@@ -22,6 +22,7 @@ export interface DeliveryRow {
   readonly id: string
   readonly webhook_id: string | null
   readonly chat_webhook_id: string | null
+  readonly channel_id: string | null
   readonly event_id: string
   readonly event_type: string
   readonly body: string
@@ -37,13 +38,14 @@ export interface DeliveryRow {
 }
 
 const deliveryColumns =
-  "id, webhook_id, chat_webhook_id, event_id, event_type, body, created_at, status, attempts, next_attempt_at, last_status_code, last_response_time_ms, last_error, request_headers, event_seq"
+  "id, webhook_id, chat_webhook_id, channel_id, event_id, event_type, body, created_at, status, attempts, next_attempt_at, last_status_code, last_response_time_ms, last_error, request_headers, event_seq"
 const qualifiedDeliveryColumns = deliveryColumns.split(", ").map((c) => `d.${c}`).join(", ")
 
 /** A message the fan-out made, for one destination: its column names it. */
 export type NewDelivery = { readonly [C in DestinationColumn]?: string } & {
   readonly event_id: string
-  readonly event_seq: number
+  /** The event's place in `events`; null for what is no event there (reminders). */
+  readonly event_seq: number | null
   readonly event_type: string
   readonly body: string
 }
@@ -83,32 +85,83 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
 
     const moveCursor = (seq: number) => sql`update delivery_cursor set seq = ${seq} where id = 1`.pipe(span("moveCursor"))
 
-    /** Idempotent: `unique (webhook_id, event_id)` and `unique (chat_webhook_id, event_id)`. */
+    /** Idempotent: `unique (webhook_id, event_id)`, `unique (chat_webhook_id, event_id)`, `unique (channel_id, event_id)`. */
     const insertDeliveries = (rows: ReadonlyArray<NewDelivery>, now: Date) =>
       sql`
-        insert into webhook_deliveries (webhook_id, chat_webhook_id, event_id, event_seq, event_type, body, created_at, next_attempt_at)
-        select t.webhook_id, t.chat_webhook_id, t.event_id, t.event_seq, t.event_type, t.body, ${now}, ${now}
+        insert into webhook_deliveries (webhook_id, chat_webhook_id, channel_id, event_id, event_seq, event_type, body, created_at, next_attempt_at)
+        select t.webhook_id, t.chat_webhook_id, t.channel_id, t.event_id, t.event_seq, t.event_type, t.body, ${now}, ${now}
         from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-          as t(webhook_id uuid, chat_webhook_id uuid, event_id uuid, event_seq bigint, event_type text, body text)
+          as t(webhook_id uuid, chat_webhook_id uuid, channel_id uuid, event_id uuid, event_seq bigint, event_type text, body text)
         on conflict do nothing`.pipe(span("insertDeliveries"))
 
     const incidentFacts = (incidentId: string) =>
       Effect.map(
-        sql<{ type: string; severity: string; monitor_id: string; details: Record<string, unknown>; name: string }>`
-          select i.type, i.severity, i.monitor_id, i.details, m.name
+        sql<{
+          type: string
+          severity: string
+          status: string
+          created_at: Date
+          monitor_id: string
+          details: Record<string, unknown>
+          name: string
+          tags: ReadonlyArray<string>
+        }>`
+          select i.type, i.severity, i.status, i.created_at, i.monitor_id, i.details, m.name, m.tags
           from incidents i join monitors m on m.id = i.monitor_id where i.id = ${incidentId}`,
         ([row]): IncidentFacts | undefined =>
           row === undefined
             ? undefined
-            : { id: incidentId, type: row.type, severity: row.severity, monitorId: row.monitor_id, monitorName: row.name, details: row.details }
+            : {
+              id: incidentId,
+              type: row.type,
+              severity: row.severity,
+              status: row.status,
+              openedAt: iso(row.created_at),
+              monitorId: row.monitor_id,
+              monitorName: row.name,
+              monitorTags: row.tags,
+              details: row.details
+            }
       ).pipe(span("incidentFacts"))
 
     // ---- a webhook's deliveries (API) --------------------------------------------------------------
 
-    const ofWebhook = (webhookId: string, limit: number) =>
+    const ofWebhook = (webhookId: string, limit: number) => ofDestination("webhook_id", webhookId, limit)
+
+    /** A destination's deliveries, newest first. */
+    const ofDestination = (column: DestinationColumn, id: string, limit: number) =>
       sql<DeliveryRow>`
-        select ${columns} from webhook_deliveries where webhook_id = ${webhookId}
-        order by created_at desc, id desc limit ${limit}`.pipe(span("ofWebhook"))
+        select ${columns} from webhook_deliveries where ${sql.literal(column)} = ${id}
+        order by created_at desc, id desc limit ${limit}`.pipe(span("ofDestination"))
+
+    /**
+     * A delivery attempted before it was stored (the channels' test endpoint: one attempt, never
+     * retried), with its attempt, in one statement; answers its row.
+     */
+    const insertAttempted = (d: {
+      column: DestinationColumn
+      destinationId: string
+      eventId: string
+      eventType: string
+      body: string
+      attempt: Attempted
+    }) =>
+      Effect.map(
+        sql<DeliveryRow>`
+          with d as (
+            insert into webhook_deliveries (${sql.literal(d.column)}, event_id, event_type, body, created_at, status, attempts,
+              next_attempt_at, last_status_code, last_response_time_ms, last_error, request_headers)
+            values (${d.destinationId}, ${d.eventId}, ${d.eventType}, ${d.body}, ${new Date(d.attempt.at)}, ${d.attempt.status}, 1,
+              null, ${d.attempt.statusCode}, ${d.attempt.responseTimeMs}, ${d.attempt.error}, ${JSON.stringify(d.attempt.headers)}::jsonb)
+            returning ${columns}
+          ), a as (
+            insert into webhook_delivery_attempts (delivery_id, attempt, at, status_code, response_time_ms, error, request_headers)
+            select id, 1, ${new Date(d.attempt.at)}, ${d.attempt.statusCode}, ${d.attempt.responseTimeMs}, ${d.attempt.error},
+              ${JSON.stringify(d.attempt.headers)}::jsonb from d
+          )
+          select * from d`,
+        (rows) => rows[0]!
+      ).pipe(span("insertAttempted"))
 
     /** Nothing more is sent to a deleted destination: its pending deliveries fail with `error`. */
     const failPending = (column: DestinationColumn, id: string, error: string) =>
@@ -154,6 +207,7 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
               where d.status = 'pending' and d.${sql.literal(store.column)} is not null and d.next_attempt_at <= ${now})
             and (c.claimed_until is null or c.claimed_until <= ${now})
             and (c.wait_until is null or c.wait_until <= ${now})
+            ${store.type === undefined ? sql`` : sql`and c.type = ${store.type}`}
           limit ${limit}
           for update skip locked)
         returning ${sql.literal(columnsOf[store.table])}, deleted_at is not null as deleted`.pipe(span("claimWhole"))
@@ -284,7 +338,9 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
      * the destinations claimed whole (`wholes`), each one's oldest message, or its wait or lease.
      */
     const nextDue = (wholes: ReadonlyArray<DestinationStore<ClaimedWholeTable>>) => {
-      const waits = wholes.map((store) =>
+      // one part per table (the alert channel types share one)
+      const tables = [...new Map(wholes.map((store) => [store.table, store] as const)).values()]
+      const waits = tables.map((store) =>
         sql`
           union all
           select greatest(min(d.next_attempt_at), max(coalesce(c.wait_until, d.next_attempt_at)), max(coalesce(c.claimed_until, d.next_attempt_at)))
@@ -310,6 +366,8 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
       insertDeliveries,
       incidentFacts,
       ofWebhook,
+      ofDestination,
+      insertAttempted,
       failPending,
       insertLeased,
       claimDueWebhookDeliveries,

@@ -6,15 +6,16 @@ import { ChannelRegistry } from "./ChannelRegistry.js"
 import { DeliveriesRepo } from "./DeliveriesRepo.js"
 import { FanOut } from "./FanOut.js"
 import { PingFeed } from "./PingFeed.js"
+import { Reminders } from "./Reminders.js"
 import { RATE_WINDOW_MS } from "./RetrySchedule.js"
 
 /**
  * The delivery worker (docs/delivery.md, "How it works"), one fiber per service instance. Each
  * pass syncs which pings record events, fans new events out into deliveries, feeds the ping
- * subscribers, sends whatever is due and answers how long it may sleep. It is woken by PostgreSQL
+ * subscribers, makes the reminders that are due, sends whatever is due and answers how long it may sleep. It is woken by PostgreSQL
  * (LISTEN: a trigger notifies on every write of events or deliveries, from any instance), by this
  * instance's commits of ping events, and otherwise sleeps on the Clock until the next retry, rate
- * window or chat wait is due, and at most SAFETY_POLL_MS. Nothing ticks while nothing is due.
+ * window, chat or channel wait, or reminder is due, and at most SAFETY_POLL_MS. Nothing ticks while nothing is due.
  */
 
 /** Without a notification, the worker still looks this often (a missed notification costs at most this). */
@@ -32,6 +33,7 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
     const pingFeed = yield* PingFeed
     const fanOut = yield* FanOut
     const attempts = yield* Attempts
+    const reminders = yield* Reminders
     const { claimedWhole } = yield* ChannelRegistry
 
     /**
@@ -57,6 +59,8 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
       // woke this worker (sql/0012), but a lost notification must not matter: every pass compares
       // the subscription version (sql/0020), however it was woken (notification, retry, poll).
       yield* pingFeed.sync
+      // Reminders due now become deliveries, sent below with the rest.
+      yield* reminders.makeDue
       for (;;) {
         const [events] = yield* Effect.all([fanOut.fanOutBatch, attempts.sendDue], { concurrency: "unbounded" })
         if (events < fanOut.batchSize) break
@@ -65,7 +69,8 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
       yield* pingFeed.feedUntilStill(attempts.sendDue)
       const now = yield* Clock.currentTimeMillis
       yield* purgeOnceAMinute(now)
-      const due = yield* deliveries.nextDue(claimedWhole)
+      const [delivery, reminder] = yield* Effect.all([deliveries.nextDue(claimedWhole), reminders.nextDue])
+      const due = delivery === undefined ? reminder : reminder === undefined ? delivery : Math.min(delivery, reminder)
       return due === undefined ? SAFETY_POLL_MS : Math.min(SAFETY_POLL_MS, Math.max(1, due - now))
     })
 
@@ -148,5 +153,5 @@ export class DeliveryWorker extends Effect.Service<DeliveryWorker>()("jobmon/Del
 
     return { flush } as const
   }),
-  dependencies: [DeliveriesRepo.Default, PingFeed.Default, FanOut.Default, Attempts.Default, ChannelRegistry.Default]
+  dependencies: [DeliveriesRepo.Default, PingFeed.Default, FanOut.Default, Attempts.Default, ChannelRegistry.Default, Reminders.Default]
 }) {}

@@ -57,8 +57,11 @@ interface Fields {
 /** One check of a create or update body; `url` is the url to be stored when it changes (undefined: kept). */
 type Rule = (input: Fields, context: { readonly orgId: string; readonly url: string | undefined }) => Effect.Effect<void, ValidationError>
 
+/** The tables of the destinations configured here (alert channels: AlertChannels.ts). */
+type UrlTable = Exclude<DestinationTable, "alert_channels">
+
 /** What differs between kinds of destination (beside where they are stored). */
-interface Kind<T extends DestinationTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields>
+interface Kind<T extends UrlTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields>
   extends DestinationStore<T>
 {
   readonly quota: keyof typeof ORGANIZATION_QUOTAS
@@ -152,30 +155,31 @@ export class Destinations extends Effect.Service<Destinations>()("jobmon/Destina
     const pingFeed = yield* PingFeed
     const allowPrivateTargets = (yield* AppConfig).allowPrivateTargets
 
-    /** Syntax, then (unless private targets are allowed) every address the host resolves to. */
-    const publicUrl: Rule = (_, { url }) =>
-      url === undefined ? Effect.void : Effect.gen(function*() {
+    /** Syntax, then (unless private targets are allowed) every address the host resolves to; a 400 names `path`. */
+    const checkPublicUrl = (path: string, url: string) =>
+      Effect.gen(function*() {
         const problem = urlProblem(url)
-        if (problem !== undefined) return yield* invalid("url", problem)
+        if (problem !== undefined) return yield* invalid(path, problem)
         if (allowPrivateTargets) return
         const refused = yield* Effect.promise(() => targetProblem(url))
         if (refused !== undefined) {
-          return yield* invalid("url", `${refused} Webhook targets must be public unless the operator sets ALLOW_PRIVATE_TARGETS=true.`)
+          return yield* invalid(path, `${refused} Webhook targets must be public unless the operator sets ALLOW_PRIVATE_TARGETS=true.`)
         }
       })
+
+    const publicUrl: Rule = (_, { url }) => url === undefined ? Effect.void : checkPublicUrl("url", url)
 
     /**
      * Every id must be a monitor of this organization (not deleted). Another organization's
      * monitor is "no such monitor", like an id that names nothing (docs/decisions.md#errors: never
-     * reveal it exists).
+     * reveal it exists). A 400 names `<path>.<i>`, the first unknown one.
      */
-    const ownMonitors: Rule = (input, { orgId }) =>
+    const checkOwnMonitors = (path: string, orgId: string, ids: ReadonlyArray<string> | undefined) =>
       Effect.gen(function*() {
-        const ids = input.filters?.monitorIds
         if (ids === undefined || ids.length === 0) return
         for (let i = 0; i < ids.length; i++) {
           if (!isUuid(ids[i]!)) {
-            return yield* invalid(`filters.monitorIds.${i}`, `filters.monitorIds.${i} must be a monitor id (a UUID), not '${echo(ids[i]!)}'.`)
+            return yield* invalid(`${path}.${i}`, `${path}.${i} must be a monitor id (a UUID), not '${echo(ids[i]!)}'.`)
           }
         }
         const known = yield* repo.liveMonitorsOf(orgId, ids)
@@ -184,9 +188,11 @@ export class Destinations extends Effect.Service<Destinations>()("jobmon/Destina
           const first = ids.findIndex((id) => !known.has(id.toLowerCase()))
           const named = unknown.slice(0, MAX_NAMED_IDS).join(", ")
           const more = unknown.length > MAX_NAMED_IDS ? ` and ${unknown.length - MAX_NAMED_IDS} more` : ""
-          return yield* invalid(`filters.monitorIds.${first}`, `filters.monitorIds: no such monitor: ${named}${more}.`)
+          return yield* invalid(`${path}.${first}`, `${path}: no such monitor: ${named}${more}.`)
         }
       })
+
+    const ownMonitors: Rule = (input, { orgId }) => checkOwnMonitors("filters.monitorIds", orgId, input.filters?.monitorIds)
 
     const webhooks: Kind<"webhooks", Webhook, Webhook & { secret: string }, CreateWebhookRequest, UpdateWebhookRequest> = {
       ...WEBHOOKS,
@@ -254,7 +260,7 @@ export class Destinations extends Effect.Service<Destinations>()("jobmon/Destina
     }
 
     /** The operations of one kind, along the one path. */
-    const operationsOf = <T extends DestinationTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields>(
+    const operationsOf = <T extends UrlTable, Shown, Created, Create extends Fields & { readonly url: string }, Update extends Fields>(
       kind: Kind<T, Shown, Created, Create, Update>
     ) => {
       const validate = (orgId: string, input: Fields, url: string | undefined) =>
@@ -324,7 +330,12 @@ export class Destinations extends Effect.Service<Destinations>()("jobmon/Destina
       return { find, create, list, get, update, remove } as const
     }
 
-    return { webhooks: operationsOf(webhooks), chats: operationsOf(chats) } as const
+    return {
+      webhooks: operationsOf(webhooks),
+      chats: operationsOf(chats),
+      /** The checks every kind of destination shares (the channels resource, AlertChannels.ts, uses them too). */
+      checks: { publicUrl: checkPublicUrl, ownMonitors: checkOwnMonitors }
+    } as const
   }),
   dependencies: [DestinationsRepo.Default, DeliveriesRepo.Default, PingFeed.Default]
 }) {}

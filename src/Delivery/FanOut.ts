@@ -1,10 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import type { EventRow } from "../Events/EventsRepo.js"
+import { alertRulesMatch } from "./AlertRules.js"
 import { type ChannelEvent, channelEventOf, type IncidentFacts } from "./Channel.js"
-import { ChannelRegistry, type Registered } from "./ChannelRegistry.js"
+import { ChannelRegistry, type Registered, type Routing } from "./ChannelRegistry.js"
 import { DeliveriesRepo, type NewDelivery } from "./DeliveriesRepo.js"
 import { DestinationsRepo, type DestinationTable } from "./DestinationsRepo.js"
+import { Reminders } from "./Reminders.js"
 
 /**
  * Fan-out (docs/delivery.md, "How it works"): the `events` table after the cursor into
@@ -12,6 +14,10 @@ import { DestinationsRepo, type DestinationTable } from "./DestinationsRepo.js"
  * filters, rules, channels), each with the exact bytes it will post, and the cursor moved on, in
  * one transaction. `unique (webhook_id, event_id)` makes it idempotent. A destination receives only
  * events recorded after it was created. ping.received deliveries are made by the ping feed.
+ *
+ * Alert channels (the channels resource) are routed here, by their rules (AlertRules.ts), before
+ * their channel makes its message; an incident.opened alert to a channel with reminders schedules
+ * them, and an acknowledgement or resolution ends them (Reminders.ts), in the same transaction.
  */
 
 const FANOUT_BATCH = 1000
@@ -23,6 +29,18 @@ interface Target<D> {
   /** The newest event when it was created. */
   readonly afterSeq: number
   readonly destination: D
+  /** Alert channels' rules and reminders. */
+  readonly routing: Routing | undefined
+}
+
+/** Reminders to schedule: channels alerted of an incident's opening that have reminders. */
+type Alerted = Array<{ incidentId: string; channelId: string; everyMinutes: number }>
+
+/** An acknowledgement or a resolution ends the incident's reminders. */
+const stopsReminders = (event: EventRow): Array<{ id: string; why: "acknowledged" | "resolved" }> => {
+  if (event.type !== "incident.acknowledged" && event.type !== "incident.resolved") return []
+  const id = (event.data as { incident?: { id?: string } }).incident?.id
+  return id === undefined ? [] : [{ id, why: event.type === "incident.acknowledged" ? "acknowledged" : "resolved" }]
 }
 
 export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
@@ -31,6 +49,7 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
     const deliveries = yield* DeliveriesRepo
     const destinations = yield* DestinationsRepo
     const registry = yield* ChannelRegistry
+    const reminders = yield* Reminders
 
     /** The incident behind an event (its data names it), or undefined when it names none or it is gone. */
     const incidentOf = (event: EventRow) => {
@@ -40,12 +59,13 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
 
     /** The kind's destinations in these organizations that take new messages. */
     const audienceOf = <T extends DestinationTable, D>(kind: Registered<T, D>, orgIds: ReadonlyArray<string>) =>
-      Effect.map(destinations.audienceOf(kind.table, orgIds), (rows) =>
+      Effect.map(destinations.audienceOf(kind, orgIds), (rows) =>
         rows.map((row): Target<D> => ({
           id: row.id,
           orgId: row.org_id,
           afterSeq: Number(row.after_seq),
-          destination: kind.destinationOf(row)
+          destination: kind.destinationOf(row),
+          routing: kind.routingOf?.(row)
         })))
 
     /**
@@ -57,7 +77,8 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
       events: ReadonlyArray<EventRow>,
       orgIds: ReadonlyArray<string>,
       incidents: Map<string, IncidentFacts | undefined>,
-      rows: Array<NewDelivery>
+      rows: Array<NewDelivery>,
+      alerted: Alerted
     ) =>
       Effect.gen(function*() {
         const audience = yield* audienceOf(kind, orgIds)
@@ -73,8 +94,12 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
             event = channelEventOf(row)
           }
           for (const target of targets) {
+            if (target.routing !== undefined && !alertRulesMatch(target.routing.rules, event)) continue
             const body = kind.channel.messageFor(target.destination, event)
             if (body === undefined) continue
+            if (row.type === "incident.opened" && target.routing?.reminders != null && event.incident !== undefined) {
+              alerted.push({ incidentId: event.incident.id, channelId: target.id, everyMinutes: target.routing.reminders.everyMinutes })
+            }
             rows.push({
               [kind.column]: target.id,
               event_id: row.id,
@@ -95,9 +120,12 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
         if (events.length === 0) return 0
         const orgIds = [...new Set(events.map((e) => e.org_id))]
         const rows: Array<NewDelivery> = []
+        const alerted: Alerted = []
         const incidents = new Map<string, IncidentFacts | undefined>()
-        for (const kind of registry.all) yield* messagesOf(kind, events, orgIds, incidents, rows)
+        for (const kind of registry.all) yield* messagesOf(kind, events, orgIds, incidents, rows, alerted)
         if (rows.length > 0) yield* deliveries.insertDeliveries(rows, now)
+        yield* reminders.schedule(alerted, now.getTime())
+        yield* reminders.stop(events.flatMap(stopsReminders), now.getTime())
         yield* deliveries.moveCursor(Number(events[events.length - 1]!.seq))
         return events.length
       }))
@@ -105,5 +133,5 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
 
     return { fanOutBatch, batchSize: FANOUT_BATCH } as const
   }),
-  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default, ChannelRegistry.Default]
+  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default, ChannelRegistry.Default, Reminders.Default]
 }) {}

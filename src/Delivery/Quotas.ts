@@ -6,5 +6,7 @@ export const ORGANIZATION_QUOTAS = {
   /** Outbound webhooks (POST /api/webhooks). */
   webhooks: 100,
   /** Chat alert webhooks (POST /api/alerts/chat/webhooks). */
-  chatWebhooks: 100
+  chatWebhooks: 100,
+  /** Alert channels of the other types (POST /api/alerts/channels; discord ones count as chat webhooks). */
+  alertChannels: 100
 } as const

@@ -21,7 +21,14 @@ export interface SendResult {
   readonly responseTimeMs: number
   /** The answer's Retry-After, in seconds, when it had one (chat services on 429). */
   readonly retryAfterSeconds?: number | undefined
+  /** The start of the answer's body (at most ANSWER_TEXT_BYTES), or the SMTP server's reply. */
+  readonly responseText?: string | undefined
+  /** How it was sent: HTTP (this module, the default) or SMTP (Mailer.ts). */
+  readonly protocol?: "http" | "smtp" | undefined
 }
+
+/** The most of an answer's body kept (a provider's error code: Slack's `no_service`, …). */
+export const ANSWER_TEXT_BYTES = 1024
 
 class RefusedTarget extends Error {}
 
@@ -51,12 +58,15 @@ export const send = (
     const started = performance.now()
     let done = false
     let retryAfterSeconds: number | undefined
+    const kept: Array<Buffer> = []
+    let keptBytes = 0
     let timer: ReturnType<typeof setTimeout> | undefined
     const finish = (outcome: Outcome) => {
       if (done) return
       done = true
       clearTimeout(timer)
-      resolve({ outcome, responseTimeMs: Math.round(performance.now() - started), retryAfterSeconds })
+      const responseText = keptBytes === 0 ? undefined : Buffer.concat(kept).subarray(0, ANSWER_TEXT_BYTES).toString("utf8")
+      resolve({ outcome, responseTimeMs: Math.round(performance.now() - started), retryAfterSeconds, responseText })
     }
     const target = new URL(url)
     const host = target.hostname.replace(/^\[|\]$/g, "")
@@ -107,9 +117,13 @@ export const send = (
       const status = response.statusCode ?? 0
       const retryAfter = Number(response.headers["retry-after"])
       if (Number.isFinite(retryAfter) && retryAfter >= 0) retryAfterSeconds = retryAfter
-      // Read (and drop) a bounded answer so the socket closes cleanly.
+      // Read a bounded answer so the socket closes cleanly; its start is kept.
       let seen = 0
       response.on("data", (chunk: Buffer) => {
+        if (keptBytes < ANSWER_TEXT_BYTES) {
+          kept.push(chunk)
+          keptBytes += chunk.length
+        }
         seen += chunk.length
         if (seen > 64 * 1024) response.destroy()
       })

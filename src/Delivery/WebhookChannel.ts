@@ -1,5 +1,5 @@
 import { iso } from "../Domain/Instant.js"
-import { type Channel, DELIVERED, REJECTED, retryLater } from "./Channel.js"
+import { type Channel, DELIVERED, type OutboundRequest, REJECTED, retryLater } from "./Channel.js"
 import { delayAfterAttempt, isRetryable, isSuccess, MAX_ATTEMPTS, RATE_LIMIT_PER_MINUTE } from "./RetrySchedule.js"
 import { sign, standardSignature } from "./Signing.js"
 
@@ -35,9 +35,10 @@ export const matches = (
   return true
 }
 
-export const webhookChannel: Channel<WebhookDestination> = {
+export const webhookChannel: Channel<WebhookDestination, OutboundRequest> = {
   kind: "webhook",
   perMinute: RATE_LIMIT_PER_MINUTE,
+  spacingMs: 0,
   retry: { maxAttempts: MAX_ATTEMPTS, delayAfterAttempt },
   incidentEvents: [],
   messageFor: (webhook, event) =>

@@ -164,6 +164,8 @@ export const makeActors = (
     const commit = (actor: Actor, event: EngineEvent, decision: Decision) => {
       if (event._tag === "RunStarted") writer.pinged(actor.id, event.at, undefined)
       else if (event._tag === "RunFinished") writer.pinged(actor.id, event.at, event.run.status)
+      // The thresholds' counts live on the monitor row, for an actor rebuilt from the database.
+      if (decision.state.streak !== actor.state.streak) writer.streak(actor.id, decision.state.streak)
       actor.state = decision.state
       // A user's acknowledge or resolve has committed before it reaches the actor.
       if (event._tag === "IncidentChanged") health.changedIncidents(actor.id)
@@ -182,14 +184,16 @@ export const makeActors = (
       })
 
     /**
-     * Cluster mode: before MISSED or LATE is raised, the runs the database holds since the last ping
-     * this actor heard of (news still on its way, or lost with an instance that died after its commit):
-     * when there are some, they are judged first and the deadline again after them.
+     * Cluster mode: before MISSED or LATE is raised (or a missed occurrence is counted toward a
+     * failure threshold: a Tick changes the streak only so), the runs the database holds since the
+     * last ping this actor heard of (news still on its way, or lost with an instance that died after
+     * its commit): when there are some, they are judged first and the deadline again after them.
      */
     const unheardRuns = (actor: Actor, event: EngineEvent, decision: Decision) =>
       Effect.gen(function*() {
         if (!clustered || event._tag !== "Tick") return false
-        if (!decision.effects.some((e) => e._tag === "RaiseIncident" && (e.type === "MISSED" || e.type === "LATE"))) return false
+        const countsMiss = decision.state.streak !== actor.state.streak
+        if (!countsMiss && !decision.effects.some((e) => e._tag === "RaiseIncident" && (e.type === "MISSED" || e.type === "LATE"))) return false
         const since = actor.state.lastPingAt ?? actor.state.config.createdAt
         const events = (yield* loader.eventsSince(actor.id, since)).filter((e) => !alreadyHeard(actor, e))
         if (events.length === 0) return false

@@ -14,6 +14,9 @@ import { shardOfSql } from "./Shards.js"
 
 export interface EngineMonitorRow extends MonitorRow {
   readonly last_run_status: "SUCCESS" | "FAIL" | null
+  readonly consecutive_failures: number
+  readonly consecutive_successes: number
+  readonly missed_below_threshold: boolean
 }
 
 export interface OpenRunRow {
@@ -89,11 +92,16 @@ export interface MonitorStateColumns {
   readonly nextExpectedMs: ReadonlyArray<number | null>
   readonly lastPingMs: ReadonlyArray<number | null>
   readonly lastRunStatuses: ReadonlyArray<string | null>
+  /** The streak (docs/incident-rules.md#thresholds): null where it did not change. */
+  readonly failures: ReadonlyArray<number | null>
+  readonly successes: ReadonlyArray<number | null>
+  readonly missedBelowThreshold: ReadonlyArray<boolean | null>
 }
 
 const monitorColumns = `id, org_id, name, schedule_type, schedule_expression, timezone, grace_seconds,
-  max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, paused, status,
-  health_score, last_ping_at, next_expected_at, created_at, updated_at, last_run_status`
+  max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, failure_threshold,
+  recovery_threshold, paused, status, health_score, last_ping_at, next_expected_at, created_at, updated_at,
+  last_run_status, consecutive_failures, consecutive_successes, missed_below_threshold`
 
 export interface RunSinceRow {
   readonly id: string
@@ -209,11 +217,16 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
           status = coalesce(u.status, m.status),
           next_expected_at = case when u.set_next then to_timestamp(u.next_expected_ms / 1000.0) else m.next_expected_at end,
           last_ping_at = greatest(m.last_ping_at, to_timestamp(u.last_ping_ms / 1000.0)),
-          last_run_status = coalesce(u.last_run_status, m.last_run_status)
+          last_run_status = coalesce(u.last_run_status, m.last_run_status),
+          consecutive_failures = coalesce(u.failures, m.consecutive_failures),
+          consecutive_successes = coalesce(u.successes, m.consecutive_successes),
+          missed_below_threshold = coalesce(u.missed_below_threshold, m.missed_below_threshold)
         from unnest(${c.ids as Array<string>}::uuid[], ${c.statuses as Array<string | null>}::text[],
                     ${c.setNext as Array<boolean>}::bool[], ${c.nextExpectedMs as Array<number | null>}::float8[],
-                    ${c.lastPingMs as Array<number | null>}::float8[], ${c.lastRunStatuses as Array<string | null>}::text[])
-          as u(id, status, set_next, next_expected_ms, last_ping_ms, last_run_status)
+                    ${c.lastPingMs as Array<number | null>}::float8[], ${c.lastRunStatuses as Array<string | null>}::text[],
+                    ${c.failures as Array<number | null>}::int[], ${c.successes as Array<number | null>}::int[],
+                    ${c.missedBelowThreshold as Array<boolean | null>}::bool[])
+          as u(id, status, set_next, next_expected_ms, last_ping_ms, last_run_status, failures, successes, missed_below_threshold)
         where m.id = u.id`.pipe(Effect.asVoid, Effect.withSpan("EngineRepo.writeMonitorStates"))
 
     /**

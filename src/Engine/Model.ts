@@ -30,7 +30,36 @@ export interface MonitorConfig {
   readonly autoResolve: boolean
   readonly paused: boolean
   readonly createdAt: number
+  /**
+   * Consecutive failed runs or missed occurrences before a FAIL or MISSED incident opens, 1 to
+   * MAX_THRESHOLD (docs/incident-rules.md#thresholds). Absent: 1, every failure opens one.
+   */
+  readonly failureThreshold?: number | undefined
+  /** Consecutive successful runs before an active FAIL or MISSED incident resolves automatically. Absent: 1. */
+  readonly recoveryThreshold?: number | undefined
 }
+
+/** The highest failureThreshold and recoveryThreshold; the streak counts stop there (nothing above it is compared). */
+export const MAX_THRESHOLD = 100
+
+/**
+ * The outcomes in a row that the thresholds compare with (docs/incident-rules.md#thresholds). Failed
+ * runs and missed occurrences inside a maintenance window (or while paused) are not counted.
+ * Persisted on the monitor row, so a rebuilt actor goes on counting where it stopped.
+ */
+export interface Streak {
+  /** Failed runs and missed occurrences since the last successful run, at most MAX_THRESHOLD. */
+  readonly failures: number
+  /** Successful runs since the last failed run or missed occurrence, at most MAX_THRESHOLD. */
+  readonly successes: number
+  /**
+   * The newest outcome is a missed occurrence that opened no incident (below failureThreshold): the
+   * status is MISSED until a run finishes (a failed run below the threshold shows FAILING by the last run).
+   */
+  readonly missedBelowThreshold: boolean
+}
+
+export const NO_STREAK: Streak = { failures: 0, successes: 0, missedBelowThreshold: false }
 
 export interface OpenRunState {
   readonly id: string
@@ -73,6 +102,8 @@ export interface MonitorState {
    */
   readonly recentDurations: DurationHistory
   readonly lastRunStatus: "SUCCESS" | "FAIL" | null
+  /** Consecutive failures and successes (a new object only when they change: the actor persists it then). */
+  readonly streak: Streak
 }
 
 export const DURATION_MEMORY = 200

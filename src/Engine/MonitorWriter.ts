@@ -1,6 +1,6 @@
 import { Effect, Queue, Schedule } from "effect"
 import { EngineRepo, type MonitorStateColumns } from "./EngineRepo.js"
-import type { MonitorStatus } from "./Model.js"
+import type { MonitorStatus, Streak } from "./Model.js"
 
 /**
  * Least time between two writes of the monitors' derived fields. With 1,000 monitors pinged a few
@@ -20,6 +20,7 @@ interface PendingMonitor {
   nextExpectedAt?: number | null
   lastPingAt?: number
   lastRunStatus?: "SUCCESS" | "FAIL"
+  streak?: Streak
 }
 
 const columnsOf = (batch: ReadonlyMap<string, PendingMonitor>): MonitorStateColumns => {
@@ -30,6 +31,9 @@ const columnsOf = (batch: ReadonlyMap<string, PendingMonitor>): MonitorStateColu
   const nextExpectedMs: Array<number | null> = []
   const lastPingMs: Array<number | null> = []
   const lastRunStatuses: Array<string | null> = []
+  const failures: Array<number | null> = []
+  const successes: Array<number | null> = []
+  const missedBelowThreshold: Array<boolean | null> = []
   for (const [id, p] of batch) {
     ids.push(id)
     statuses.push(p.status ?? null)
@@ -37,8 +41,11 @@ const columnsOf = (batch: ReadonlyMap<string, PendingMonitor>): MonitorStateColu
     nextExpectedMs.push(p.nextExpectedAt ?? null)
     lastPingMs.push(p.lastPingAt ?? null)
     lastRunStatuses.push(p.lastRunStatus ?? null)
+    failures.push(p.streak?.failures ?? null)
+    successes.push(p.streak?.successes ?? null)
+    missedBelowThreshold.push(p.streak?.missedBelowThreshold ?? null)
   }
-  return { ids, statuses, setNext, nextExpectedMs, lastPingMs, lastRunStatuses }
+  return { ids, statuses, setNext, nextExpectedMs, lastPingMs, lastRunStatuses, failures, successes, missedBelowThreshold }
 }
 
 const realDelay = (ms: number) =>
@@ -49,7 +56,7 @@ const realDelay = (ms: number) =>
 
 /**
  * What the actors change on their monitors (status, next expected time, last ping, last run
- * status), written in one statement for all monitors with news, at most every MONITOR_FLUSH_MS: a
+ * status, the streak the thresholds count), written in one statement for all monitors with news, at most every MONITOR_FLUSH_MS: a
  * monitor pinged many times a second costs one row update per flush, not one per ping. Recording
  * a change is a map look-up and a few assignments (the ping path calls it), and what is pending is
  * written once more when the service stops.
@@ -88,6 +95,11 @@ export class MonitorWriter extends Effect.Service<MonitorWriter>()("jobmon/Monit
       if (runStatus !== undefined) p.lastRunStatus = runStatus
     }
 
+    /** The monitor's consecutive failures and successes changed (docs/incident-rules.md#thresholds). */
+    const streak = (monitorId: string, value: Streak): void => {
+      pendingFor(monitorId).streak = value
+    }
+
     const flush = Effect.suspend(() => {
       if (pending.size === 0) return Effect.void
       const batch = pending
@@ -117,7 +129,7 @@ export class MonitorWriter extends Effect.Service<MonitorWriter>()("jobmon/Monit
       if (pending.size > 0) Queue.unsafeOffer(hurryUp, undefined)
     }
 
-    return { update, pinged, settled, hurry } as const
+    return { update, pinged, streak, settled, hurry } as const
   }),
   dependencies: [EngineRepo.Default]
 }) {}

@@ -18,13 +18,16 @@ import {
   type EngineEffect,
   type EngineEvent,
   type IncidentType,
+  MAX_THRESHOLD,
   MIN_RUNS_FOR_LEARNING,
   type MonitorConfig,
   type MonitorState,
   type MonitorStatus,
+  NO_STREAK,
   type OpenRunState,
   type RulesContext,
-  type Severity
+  type Severity,
+  type Streak
 } from "./Model.js"
 
 // ---------------------------------------------------------------------------
@@ -57,6 +60,8 @@ export interface PersistedState {
   /** Durations of recent successful runs, oldest first (their starts unknown: older than any later run's). */
   readonly recentDurations: ReadonlyArray<number>
   readonly lastRunStatus: "SUCCESS" | "FAIL" | null
+  /** The consecutive failures and successes (the monitor row's columns); absent: none. */
+  readonly streak?: Streak | undefined
 }
 
 // ---------------------------------------------------------------------------
@@ -94,9 +99,83 @@ export const initialState = (config: MonitorConfig, persisted: PersistedState): 
     openRuns,
     activeIncidents,
     recentDurations: DurationHistory.from(persisted.recentDurations.filter(validDuration), DURATION_MEMORY),
-    lastRunStatus: persisted.lastRunStatus
+    lastRunStatus: persisted.lastRunStatus,
+    streak: persisted.streak === undefined ? NO_STREAK : streakOf(persisted.streak)
   }
 }
+
+// ---------------------------------------------------------------------------
+// Thresholds (docs/incident-rules.md#thresholds)
+// ---------------------------------------------------------------------------
+
+const streakCount = (n: number): number => (Number.isFinite(n) ? Math.min(MAX_THRESHOLD, Math.max(0, Math.floor(n))) : 0)
+
+/** A persisted streak with its counts in [0, MAX_THRESHOLD]. */
+const streakOf = (s: Streak): Streak =>
+  s.failures === 0 && s.successes === 0 && !s.missedBelowThreshold
+    ? NO_STREAK
+    : { failures: streakCount(s.failures), successes: streakCount(s.successes), missedBelowThreshold: s.missedBelowThreshold }
+
+const thresholdOf = (n: number | undefined): number =>
+  n === undefined || !Number.isFinite(n) ? 1 : Math.min(MAX_THRESHOLD, Math.max(1, Math.floor(n)))
+
+/** Failed runs or missed occurrences in a row before a FAIL or MISSED incident opens (1: the first one). */
+export const failureThresholdOf = (config: MonitorConfig): number => thresholdOf(config.failureThreshold)
+/** Successful runs in a row before an active FAIL or MISSED incident resolves automatically (1: the first one). */
+export const recoveryThresholdOf = (config: MonitorConfig): number => thresholdOf(config.recoveryThreshold)
+
+/**
+ * A failed run or a missed occurrence that counts (outside maintenance windows, not paused): one
+ * more failure in a row, and the successes start over. A miss that stays below the threshold is
+ * remembered for the status. The same object when nothing changes (a job missing every minute for
+ * days writes nothing more once the count stops at MAX_THRESHOLD).
+ */
+export const afterFailure = (streak: Streak, kind: "FAIL" | "MISSED", threshold: number): Streak => {
+  const failures = Math.min(MAX_THRESHOLD, streak.failures + 1)
+  const missedBelowThreshold = kind === "MISSED" && failures < threshold
+  return failures === streak.failures && streak.successes === 0 && missedBelowThreshold === streak.missedBelowThreshold
+    ? streak
+    : { failures, successes: 0, missedBelowThreshold }
+}
+
+/** A successful run: one more success in a row, the failures start over (the same object once the count stops). */
+export const afterSuccess = (streak: Streak): Streak =>
+  streak.failures === 0 && !streak.missedBelowThreshold && streak.successes >= MAX_THRESHOLD
+    ? streak
+    : { failures: 0, successes: Math.min(MAX_THRESHOLD, streak.successes + 1), missedBelowThreshold: false }
+
+/** A run finished that is not counted (a failure inside a maintenance window): the newest outcome is no longer a miss. */
+const afterUncountedRun = (streak: Streak): Streak =>
+  streak.missedBelowThreshold ? { ...streak, missedBelowThreshold: false } : streak
+
+/** After a counted failure: whether it opens an incident (or counts an occurrence on the active one). */
+export const reachesFailureThreshold = (streak: Streak, threshold: number): boolean => streak.failures >= threshold
+
+/**
+ * A failure that is not counted (inside a maintenance window) is Suppressed when it would have
+ * reached the threshold had it counted: what the window kept from being raised.
+ */
+export const wouldReachFailureThreshold = (streak: Streak, threshold: number): boolean => streak.failures + 1 >= threshold
+
+/** After a successful run: whether an active FAIL or MISSED incident resolves (with autoResolve, outside maintenance). */
+export const reachesRecoveryThreshold = (streak: Streak, threshold: number): boolean => streak.successes >= threshold
+
+/**
+ * `count` missed occurrences in a row, none inside a maintenance window (a long outage counted
+ * without enumerating it): the streak after them, and how many of them reached the threshold (the
+ * occurrences of the MISSED incident).
+ */
+export const afterMisses = (streak: Streak, count: number, threshold: number): { readonly streak: Streak; readonly reached: number } => {
+  if (count <= 0) return { streak, reached: 0 }
+  const below = Math.max(0, threshold - 1 - streak.failures)
+  const reached = Math.max(0, count - below)
+  const failures = Math.min(MAX_THRESHOLD, streak.failures + count)
+  return { streak: { failures, successes: 0, missedBelowThreshold: failures < threshold }, reached }
+}
+
+/** The details an incident gains from the failure threshold: none at 1 (today's details, unchanged). */
+const thresholdDetails = (threshold: number): Readonly<Record<string, unknown>> =>
+  threshold > 1 ? { failureThreshold: threshold } : {}
 
 // ---------------------------------------------------------------------------
 // Status
@@ -111,8 +190,9 @@ const STATUS_OF_INCIDENT: Readonly<Record<IncidentType, MonitorStatus | null>> =
 
 /**
  * docs/decisions.md#monitors: PAUSED when paused; else the newest active incident (ANOMALY has no status of
- * its own and is skipped); else RUNNING while a run is open; else the last run (OK / FAILING);
- * NEW before the first ping.
+ * its own and is skipped); else RUNNING while a run is open; else MISSED when the newest outcome is
+ * a missed occurrence below the failure threshold; else the last run (OK / FAILING); NEW before
+ * the first ping.
  */
 export const statusOf = (state: MonitorState): MonitorStatus => {
   if (state.config.paused) return "PAUSED"
@@ -121,6 +201,7 @@ export const statusOf = (state: MonitorState): MonitorStatus => {
     if (status !== null) return status
   }
   if (state.openRuns.length > 0) return "RUNNING"
+  if (state.streak.missedBelowThreshold) return "MISSED"
   if (state.lastRunStatus === "SUCCESS") return "OK"
   if (state.lastRunStatus === "FAIL") return "FAILING"
   return state.lastPingAt === null ? "NEW" : "OK"
@@ -180,6 +261,7 @@ interface Draft {
   activeIncidents: ReadonlyArray<ActiveIncident>
   recentDurations: DurationHistory
   lastRunStatus: "SUCCESS" | "FAIL" | null
+  streak: Streak
 }
 
 
@@ -265,27 +347,44 @@ const collectMissed = (d: Draft, effects: Array<EngineEffect>, at: number, ctx: 
   d.nextExpectedAt = pending
 
   const lastPingAt = d.lastPingAt
+  // Each missed occurrence outside maintenance counts toward the failure threshold; those that
+  // reach it are the MISSED incident's occurrences. One inside a window is not counted, and is
+  // suppressed when it would have reached the threshold.
+  const threshold = failureThresholdOf(d.config)
+  let streak = d.streak
   let reportedCount = 0
   let newestReported: number | null = null
   for (const expectedAt of missed) {
     const moment = Math.max(expectedAt + graceMs, floor)
     if (ctx.inMaintenance(d.config.id, moment)) {
-      due.push({ moment, apply: () => effects.push({ _tag: "Suppressed", type: "MISSED", at: moment }) })
+      if (wouldReachFailureThreshold(streak, threshold)) {
+        due.push({ moment, apply: () => effects.push({ _tag: "Suppressed", type: "MISSED", at: moment }) })
+      }
     } else {
-      reportedCount++
-      newestReported = expectedAt
+      streak = afterFailure(streak, "MISSED", threshold)
+      if (reachesFailureThreshold(streak, threshold)) {
+        reportedCount++
+        newestReported = expectedAt
+      }
     }
   }
   if (beyond !== null) {
     const moment = Math.max(beyond.newest + graceMs, floor)
     // Beyond the enumeration limit, the newest occurrence stands for all of them.
     if (ctx.inMaintenance(d.config.id, moment)) {
-      due.push({ moment, apply: () => effects.push({ _tag: "Suppressed", type: "MISSED", at: moment }) })
+      if (wouldReachFailureThreshold(streak, threshold)) {
+        due.push({ moment, apply: () => effects.push({ _tag: "Suppressed", type: "MISSED", at: moment }) })
+      }
     } else {
-      reportedCount += beyond.count
-      newestReported = beyond.newest
+      const after = afterMisses(streak, beyond.count, threshold)
+      streak = after.streak
+      if (after.reached > 0) {
+        reportedCount += after.reached
+        newestReported = beyond.newest
+      }
     }
   }
+  d.streak = streak
   if (newestReported !== null) {
     const expectedAt = newestReported
     const count = reportedCount
@@ -301,7 +400,8 @@ const collectMissed = (d: Draft, effects: Array<EngineEffect>, at: number, ctx: 
             expectedAt: iso(expectedAt),
             graceSeconds: d.config.graceSeconds,
             lastPingAt: iso(lastPingAt),
-            missedOccurrences: count
+            missedOccurrences: count,
+            ...thresholdDetails(threshold)
           }
         })
     })
@@ -452,6 +552,12 @@ const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<En
 
   const history = d.recentDurations
   if (run.status === "FAIL") {
+    // Counted toward the failure threshold unless paused or inside a maintenance window (where
+    // raise suppresses what would have reached it).
+    const threshold = failureThresholdOf(d.config)
+    const counted = !d.config.paused && !ctx.inMaintenance(d.config.id, at)
+    d.streak = counted ? afterFailure(d.streak, "FAIL", threshold) : afterUncountedRun(d.streak)
+    if (counted ? !reachesFailureThreshold(d.streak, threshold) : !wouldReachFailureThreshold(d.streak, threshold)) return
     const expected = history.percentile(0.5)
     raise(d, effects, ctx, {
       type: "FAIL",
@@ -462,13 +568,19 @@ const onRunFinished = (d: Draft, effects: Array<EngineEffect>, event: Extract<En
         exitCode: run.exitCode,
         durationMs: run.durationMs,
         output: run.output,
-        expectedDurationMs: expected === null ? null : Math.round(expected)
+        expectedDurationMs: expected === null ? null : Math.round(expected),
+        ...thresholdDetails(threshold)
       }
     })
     return
   }
 
-  resolve(d, effects, ctx, MISSED_AND_FAIL, at, "a successful run")
+  // Every success counts toward the recovery threshold (inside a window too: resolve waits for its end).
+  d.streak = afterSuccess(d.streak)
+  const recovery = recoveryThresholdOf(d.config)
+  if (reachesRecoveryThreshold(d.streak, recovery)) {
+    resolve(d, effects, ctx, MISSED_AND_FAIL, at, recovery === 1 ? "a successful run" : `${recovery} successful runs in a row`)
+  }
   if (!validDuration(run.durationMs)) return // nothing to judge, and nothing learned
   const durationMs = run.durationMs
   // A run never judges itself: one the history holds already (loaded from the database after the
@@ -499,8 +611,10 @@ const onConfigChanged = (d: Draft, event: Extract<EngineEvent, { _tag: "ConfigCh
     return
   }
   if (previous.paused) {
-    // Resumed: what fell due while paused is not held against the job.
+    // Resumed: what fell due while paused is not held against the job, and the status is the last
+    // run's (as the monitors API shows it at once), not a miss from before the pause.
     d.nextExpectedAt = firstExpectedAfter(config.schedule, event.at)
+    d.streak = afterUncountedRun(d.streak)
   } else if (!sameSchedule(previous.schedule, config.schedule)) {
     d.nextExpectedAt = firstExpectedAfter(
       config.schedule,
@@ -557,7 +671,8 @@ export const decide = (state: MonitorState, event: EngineEvent, ctx: RulesContex
     openRuns: d.openRuns,
     activeIncidents: d.activeIncidents,
     recentDurations: d.recentDurations,
-    lastRunStatus: d.lastRunStatus
+    lastRunStatus: d.lastRunStatus,
+    streak: d.streak
   }
   const status = statusOf(next)
   if (status !== statusOf(state) || next.nextExpectedAt !== state.nextExpectedAt) {

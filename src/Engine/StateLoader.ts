@@ -24,7 +24,9 @@ export const configOf = (row: MonitorRow): MonitorConfig => ({
   sla: row.sla,
   autoResolve: row.auto_resolve,
   paused: row.paused,
-  createdAt: row.created_at.getTime()
+  createdAt: row.created_at.getTime(),
+  failureThreshold: row.failure_threshold,
+  recoveryThreshold: row.recovery_threshold
 })
 
 /** A monitor's recent successful durations (oldest first by start) with their runs' starts, epoch ms. */
@@ -74,7 +76,12 @@ const stateOf = (row: EngineMonitorRow, openRuns: ReadonlyArray<OpenRunState>, a
     openRuns,
     activeIncidents: active,
     recentDurations: [],
-    lastRunStatus: row.last_run_status
+    lastRunStatus: row.last_run_status,
+    streak: {
+      failures: row.consecutive_failures,
+      successes: row.consecutive_successes,
+      missedBelowThreshold: row.missed_below_threshold
+    }
   })
 
 export const withDurations = (state: MonitorState, durations: LoadedDurations): MonitorState => ({

@@ -174,6 +174,8 @@ export const MONITOR_SETTING_FIELDS = [
   "sla",
   "tags",
   "autoResolve",
+  "failureThreshold",
+  "recoveryThreshold",
   "paused"
 ] as const
 

@@ -8,7 +8,7 @@ import { StatsApi } from "../Stats/Api.js"
 import { IncidentsApi } from "../Incidents/Api.js"
 import { EventsApi } from "../Events/Api.js"
 import { MaintenanceApi } from "../Maintenance/Api.js"
-import { ChatApi, WebhooksApi } from "../Delivery/Api.js"
+import { AlertChannelsApi, ChatApi, WebhooksApi } from "../Delivery/Api.js"
 import { ClusterApi } from "../Cluster/Api.js"
 import { StorageApi } from "../Db/StorageApi.js"
 
@@ -36,6 +36,7 @@ export class Api extends HttpApi.make("jobmon")
   .add(MaintenanceApi)
   .add(WebhooksApi)
   .add(ChatApi)
+  .add(AlertChannelsApi)
   .add(StorageApi)
   .add(ClusterApi)
   .addError(ValidationError)

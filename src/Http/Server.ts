@@ -33,7 +33,7 @@ import { StatsHttpLive } from "../Stats/Http.js"
 import { IncidentsHttpLive } from "../Incidents/Http.js"
 import { EventsHttpLive } from "../Events/Http.js"
 import { MaintenanceHttpLive } from "../Maintenance/Http.js"
-import { ChatHttpLive, WebhooksHttpLive } from "../Delivery/Http.js"
+import { AlertChannelsHttpLive, ChatHttpLive, WebhooksHttpLive } from "../Delivery/Http.js"
 import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
 import { ClusterHttpLive } from "../Cluster/Http.js"
 import { StorageHttpLive } from "../Db/StorageHttp.js"
@@ -252,7 +252,7 @@ const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerRespon
   )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive, StorageHttpLive, ClusterHttpLive]),
+  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive, AlertChannelsHttpLive, StorageHttpLive, ClusterHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -4,6 +4,7 @@ import { Authentication } from "../Auth/Api.js"
 import { Conflict, NotFound, ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
 import { allOptional, IntFromQuery, IsoTimestamp, MonitorIdPath } from "../Domain/Schemas.js"
 import { StoredString } from "../Domain/Text.js"
+import { MAX_THRESHOLD } from "../Engine/Model.js"
 
 export const ScheduleType = Schema.Literal("cron", "interval")
 
@@ -50,6 +51,8 @@ export const Monitor = Schema.Struct({
   sla: Schema.NullOr(SlaSchema),
   tags: Schema.Array(Schema.String),
   autoResolve: Schema.Boolean,
+  failureThreshold: Schema.Int,
+  recoveryThreshold: Schema.Int,
   paused: Schema.Boolean,
   lastPingAt: Schema.NullOr(IsoTimestamp),
   nextExpectedAt: Schema.NullOr(IsoTimestamp),
@@ -67,6 +70,21 @@ const GraceSeconds = Schema.Int.pipe(Schema.between(0, 31_536_000)).annotations(
 })
 const MaxRuntimeSeconds = Schema.NullOr(Schema.Int.pipe(Schema.between(1, 31_536_000)))
 const MaxOutputSizeKb = Schema.Int.pipe(Schema.between(1, 1024))
+/** failureThreshold and recoveryThreshold: 1 to MAX_THRESHOLD (sql/0024 checks it too). */
+const threshold = (field: string, description: string) =>
+  Schema.Int.pipe(Schema.between(1, MAX_THRESHOLD)).annotations({
+    description,
+    // For every way a value can be wrong (not a number, not whole, out of range): one clear message.
+    message: () => ({ message: `${field} must be a whole number from 1 to ${MAX_THRESHOLD}`, override: true })
+  })
+const FailureThreshold = threshold(
+  "failureThreshold",
+  `failed runs or missed occurrences in a row before a FAIL or MISSED incident opens (1 to ${MAX_THRESHOLD}, default 1: the first one)`
+)
+const RecoveryThreshold = threshold(
+  "recoveryThreshold",
+  `successful runs in a row before an open FAIL or MISSED incident resolves automatically (1 to ${MAX_THRESHOLD}, default 1)`
+)
 const Tags = Schema.Array(StoredString.pipe(Schema.minLength(1), Schema.maxLength(64))).pipe(Schema.maxItems(50))
 
 export const CreateMonitorRequest = Schema.Struct({
@@ -78,7 +96,9 @@ export const CreateMonitorRequest = Schema.Struct({
   captureOutput: Schema.optional(Schema.Boolean),
   sla: Schema.optional(Schema.NullOr(SlaSchema)),
   tags: Schema.optional(Tags),
-  autoResolve: Schema.optional(Schema.Boolean)
+  autoResolve: Schema.optional(Schema.Boolean),
+  failureThreshold: Schema.optional(FailureThreshold),
+  recoveryThreshold: Schema.optional(RecoveryThreshold)
 })
 export type CreateMonitorRequest = typeof CreateMonitorRequest.Type
 

@@ -50,6 +50,8 @@ export const toMonitor = (row: MonitorRow, maintenance: Monitor["maintenance"] =
   sla: row.sla,
   tags: row.tags,
   autoResolve: row.auto_resolve,
+  failureThreshold: row.failure_threshold,
+  recoveryThreshold: row.recovery_threshold,
   paused: row.paused,
   lastPingAt: iso(row.last_ping_at),
   nextExpectedAt: iso(row.next_expected_at),
@@ -100,7 +102,9 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
           captureOutput: input.captureOutput ?? true,
           sla: input.sla ?? null,
           tags: input.tags ?? [],
-          autoResolve: input.autoResolve ?? true
+          autoResolve: input.autoResolve ?? true,
+          failureThreshold: input.failureThreshold ?? 1,
+          recoveryThreshold: input.recoveryThreshold ?? 1
         }
         // The quota check, the change and its event commit together (docs/events.md).
         const row = yield* sql.withTransaction(
@@ -140,7 +144,9 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
           captureOutput: input.captureOutput ?? current.capture_output,
           sla: input.sla === undefined ? current.sla : input.sla,
           tags: input.tags ?? current.tags,
-          autoResolve: input.autoResolve ?? current.auto_resolve
+          autoResolve: input.autoResolve ?? current.auto_resolve,
+          failureThreshold: input.failureThreshold ?? current.failure_threshold,
+          recoveryThreshold: input.recoveryThreshold ?? current.recovery_threshold
         }
         // A new schedule is expected afresh from now (or from the last ping, for intervals).
         const nextExpectedAt = scheduleChanged

@@ -19,6 +19,8 @@ export interface MonitorRow {
   readonly sla: { durationTarget: "p95" | "p99"; maxDurationMs: number } | null
   readonly tags: ReadonlyArray<string>
   readonly auto_resolve: boolean
+  readonly failure_threshold: number
+  readonly recovery_threshold: number
   readonly paused: boolean
   readonly status: string
   readonly health_score: number
@@ -41,6 +43,8 @@ export interface MonitorSettings {
   readonly sla: { durationTarget: "p95" | "p99"; maxDurationMs: number } | null
   readonly tags: ReadonlyArray<string>
   readonly autoResolve: boolean
+  readonly failureThreshold: number
+  readonly recoveryThreshold: number
 }
 
 /** A listed monitor and its key in the list's order (what its cursor carries). */
@@ -75,8 +79,8 @@ const SORT_KEYS: Record<SortField, { expr: string; nullable: boolean; cast: stri
 }
 
 const columns = `id, org_id, name, schedule_type, schedule_expression, timezone, grace_seconds,
-  max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, paused, status,
-  health_score, last_ping_at, next_expected_at, created_at, updated_at`
+  max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, failure_threshold,
+  recovery_threshold, paused, status, health_score, last_ping_at, next_expected_at, created_at, updated_at`
 
 export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/MonitorsRepo", {
   effect: Effect.gen(function*() {
@@ -86,12 +90,12 @@ export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/Monitor
     const insert = (orgId: string, s: MonitorSettings, nextExpectedAt: Date | null, createdAt: Date) =>
       sql<MonitorRow>`
         insert into monitors (org_id, name, schedule_type, schedule_expression, timezone, grace_seconds,
-          max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, next_expected_at,
-          created_at, updated_at)
+          max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, failure_threshold,
+          recovery_threshold, next_expected_at, created_at, updated_at)
         values (${orgId}, ${s.name}, ${s.scheduleType}, ${s.scheduleExpression}, ${s.timezone}, ${s.graceSeconds},
           ${s.maxRuntimeSeconds}, ${s.maxOutputSizeKb}, ${s.captureOutput},
           ${s.sla === null ? null : JSON.stringify(s.sla)}::jsonb, ${s.tags as Array<string>}::text[],
-          ${s.autoResolve}, ${nextExpectedAt}, ${createdAt}, ${createdAt})
+          ${s.autoResolve}, ${s.failureThreshold}, ${s.recoveryThreshold}, ${nextExpectedAt}, ${createdAt}, ${createdAt})
         returning ${cols}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie, Effect.withSpan("MonitorsRepo.insert"))
 
     /**
@@ -178,6 +182,7 @@ export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/Monitor
           max_runtime_seconds = ${s.maxRuntimeSeconds}, max_output_size_kb = ${s.maxOutputSizeKb},
           capture_output = ${s.captureOutput}, sla = ${s.sla === null ? null : JSON.stringify(s.sla)}::jsonb,
           tags = ${s.tags as Array<string>}::text[], auto_resolve = ${s.autoResolve},
+          failure_threshold = ${s.failureThreshold}, recovery_threshold = ${s.recoveryThreshold},
           next_expected_at = ${nextExpectedAt}, updated_at = ${now}
         where id = ${id} and org_id = ${orgId} and deleted_at is null
         returning ${cols}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie, Effect.withSpan("MonitorsRepo.update"))

@@ -3,6 +3,7 @@ import type { Channel, StoredMessage } from "../../src/Delivery/Channel.js"
 import { retryWait, stateAfter } from "../../src/Delivery/Channel.js"
 import { chatChannel, type ChatDestination } from "../../src/Delivery/ChatChannel.js"
 import type { Outcome } from "../../src/Delivery/RetrySchedule.js"
+import { slackChannel, type SlackDestination } from "../../src/Delivery/SlackChannel.js"
 import { webhookChannel, type WebhookDestination } from "../../src/Delivery/WebhookChannel.js"
 
 // The contract every channel implements (docs/delivery.md, "The modules"): pure, no server needed.
@@ -24,11 +25,13 @@ const webhook: WebhookDestination = {
   filterSeverity: []
 }
 const chat: ChatDestination = { id: "c1", name: "ops", url: "https://discord.com/api/webhooks/1/t", rulesSeverity: [], rulesTypes: [], mention: null }
+const slack: SlackDestination = { id: "s1", name: "ops", url: "https://hooks.slack.com/services/T/B/x", mention: "<!here>" }
 
 describe("channels", () => {
   const channels: ReadonlyArray<[string, Channel<any>, unknown]> = [
     ["webhook", webhookChannel, webhook],
-    ["chat", chatChannel("https://jobmon.example.com"), chat]
+    ["chat", chatChannel("https://jobmon.example.com"), chat],
+    ["slack", slackChannel("https://jobmon.example.com"), slack]
   ]
 
   for (const [name, channel, destination] of channels) {

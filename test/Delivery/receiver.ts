@@ -12,8 +12,19 @@ export interface Received {
   readonly at: number
 }
 
-/** An answer: a status, or a status with headers, or "hang" (never answer). */
-export type Answer = number | { readonly status: number; readonly headers: Record<string, string> } | "hang"
+/**
+ * An answer: a status, or a status with headers, a body (default `ok`) and a delay in real
+ * milliseconds; or "hang" (never answer).
+ */
+export type Answer =
+  | number
+  | {
+    readonly status: number
+    readonly headers?: Record<string, string>
+    readonly body?: string
+    readonly delayMs?: number
+  }
+  | "hang"
 
 /**
  * A real HTTP receiver on 127.0.0.1: answers each request with the next of `answers` (the last one
@@ -38,9 +49,13 @@ export const receiver = (answers: ReadonlyArray<Answer> | ((request: Received) =
           const answer = typeof answers === "function" ? answers(request) : answers[Math.min(received.length, answers.length - 1)]!
           received.push(request)
           if (answer === "hang") return
-          const { headers, status } = typeof answer === "number" ? { status: answer, headers: {} } : answer
-          res.writeHead(status, { "content-type": "text/plain", ...headers })
-          res.end("ok")
+          const { body: text = "ok", delayMs = 0, headers = {}, status } = typeof answer === "number" ? { status: answer } : answer
+          const reply = () => {
+            res.writeHead(status, { "content-type": "text/plain", ...headers })
+            res.end(text)
+          }
+          if (delayMs > 0) setTimeout(reply, delayMs)
+          else reply()
         })
       })
       server.listen(0, "127.0.0.1", () => {

@@ -124,9 +124,12 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
               await page.getByRole("button", { name: "Resume" }).click()
               await page.getByRole("button", { name: "Pause" }).waitFor()
               await page.getByLabel("Grace (seconds)").fill("900")
+              // (the failure threshold stays 1: the failure below must open an incident at once)
+              expect(await page.getByLabel("Failures in a row before an incident").inputValue()).toBe("1")
+              await page.getByLabel("Successes in a row to resolve").fill("2")
               await page.getByRole("button", { name: "Save settings" }).click()
               await page.getByText("Saved.").waitFor()
-              expect((await json(api("GET", `/api/monitors/${monitorId}`))).graceSeconds).toBe(900)
+              expect(await json(api("GET", `/api/monitors/${monitorId}`))).toMatchObject({ graceSeconds: 900, failureThreshold: 1, recoveryThreshold: 2 })
 
               // The list filters by status and tag.
               await page.getByRole("link", { name: "← Monitors" }).click()

@@ -121,7 +121,9 @@ function MonitorSettings({ monitor, onSaved }: { monitor: Monitor; onSaved: (m: 
     slaTarget: monitor.sla?.durationTarget ?? "p95",
     slaMs: monitor.sla ? String(monitor.sla.maxDurationMs) : "",
     tags: monitor.tags.join(", "),
-    autoResolve: monitor.autoResolve
+    autoResolve: monitor.autoResolve,
+    failureThreshold: String(monitor.failureThreshold),
+    recoveryThreshold: String(monitor.recoveryThreshold)
   }))
   const [msg, setMsg] = useState("")
   const [error, setError] = useState("")
@@ -144,7 +146,9 @@ function MonitorSettings({ monitor, onSaved }: { monitor: Monitor; onSaved: (m: 
           captureOutput: f.capture,
           sla: f.slaMs === "" ? null : { durationTarget: f.slaTarget, maxDurationMs: Number(f.slaMs) },
           tags: f.tags.split(",").map((t) => t.trim()).filter(Boolean),
-          autoResolve: f.autoResolve
+          autoResolve: f.autoResolve,
+          failureThreshold: Number(f.failureThreshold),
+          recoveryThreshold: Number(f.recoveryThreshold)
         })
         onSaved(saved)
         setMsg("Saved.")
@@ -162,6 +166,8 @@ function MonitorSettings({ monitor, onSaved }: { monitor: Monitor; onSaved: (m: 
       <label>SLA target<select value={f.slaTarget} onChange={set("slaTarget")}><option value="p95">p95</option><option value="p99">p99</option></select></label>
       <label>SLA max duration (ms, empty: none)<input type="number" min={1} value={f.slaMs} onInput={set("slaMs")} /></label>
       <label>Tags (comma separated)<input value={f.tags} onInput={set("tags")} /></label>
+      <label title="Failed or missed runs in a row before a FAIL or MISSED incident opens and alerts (1: the first one)">Failures in a row before an incident<input type="number" min={1} max={100} value={f.failureThreshold} onInput={set("failureThreshold")} /></label>
+      <label title="Successful runs in a row before an open FAIL or MISSED incident resolves automatically">Successes in a row to resolve<input type="number" min={1} max={100} value={f.recoveryThreshold} onInput={set("recoveryThreshold")} /></label>
       <label class="check"><input type="checkbox" checked={f.capture} onChange={set("capture")} /> Capture output</label>
       <label class="check"><input type="checkbox" checked={f.autoResolve} onChange={set("autoResolve")} /> Resolve incidents automatically</label>
       <div class="actions"><button type="submit">Save settings</button> <span role="status">{msg}</span></div>

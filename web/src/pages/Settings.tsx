@@ -120,7 +120,10 @@ function ChatWebhooks() {
   return (
     <section aria-labelledby="chat-h" class="card">
       <h2 id="chat-h">Chat webhooks</h2>
-      <p class="muted">Slack, Discord or Microsoft Teams incoming webhooks that receive incident alerts.</p>
+      <p class="muted">
+        Discord incoming webhooks (or services that accept Discord's message format) that receive incident alerts. Slack and
+        email are alert channels of their own, set up through the API for now (/api/alerts/channels, docs/alerts.md).
+      </p>
       <form class="inline" onSubmit={async (e) => {
         e.preventDefault()
         const r = await run(() => api("POST", "/api/alerts/chat/webhooks", { url, ...(name ? { name } : {}), mention: mention || null }))
