@@ -221,7 +221,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
  * every other type is a module registered in src/Delivery/ChannelRegistry.ts (a test keeps the two
  * lists in step).
  */
-export const AlertChannelTypes = ["discord", "email", "slack"] as const
+export const AlertChannelTypes = ["discord", "email", "slack", "telegram"] as const
 export type AlertChannelType = (typeof AlertChannelTypes)[number]
 
 const IncidentTypes = Schema.Literal("MISSED", "FAIL", "LATE", "ANOMALY")
@@ -253,7 +253,7 @@ export const ReminderSettings = Schema.Struct({
 
 const ChannelConfig = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
   description:
-    "per type (docs/alerts.md): email {to}, slack {url, mention?}, discord {url, mention}. Secrets are write-only: a Slack or Discord url is shown masked"
+    "per type (docs/alerts.md): email {to}, slack {url, mention?}, telegram {botToken, chatId, baseUrl?}, discord {url, mention}. Secrets are write-only: a Slack or Discord url is shown masked, a Telegram bot token omitted"
 })
 
 export const AlertChannel = Schema.Struct({

@@ -18,6 +18,7 @@ import {
 } from "./DestinationsRepo.js"
 import { emailType } from "./EmailChannel.js"
 import { slackType } from "./SlackChannel.js"
+import { telegramType } from "./TelegramChannel.js"
 import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
 
 /**
@@ -38,7 +39,8 @@ import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
  */
 export const ALERT_CHANNEL_TYPES: ReadonlyArray<AnyAlertChannelType> = [
   emailType,
-  slackType
+  slackType,
+  telegramType
 ]
 
 /** An alert channel's routing (applied by the fan-out before its channel makes a message) and reminders. */
