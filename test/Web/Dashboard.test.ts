@@ -11,7 +11,7 @@ import { hasChromium, launch, WAIT_MS } from "./browser.js"
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core) against the real
  * service: sign in, create a monitor, see a failure become an incident and acknowledge it, put the
- * monitor in maintenance, and create and revoke a token. With SCREENSHOTS=1 (npm run screenshots)
+ * monitor in maintenance, create and revoke a token, and add, test and delete alert channels. With SCREENSHOTS=1 (npm run screenshots)
  * it also saves the main pages under docs/screenshots/.
  */
 
