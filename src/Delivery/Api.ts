@@ -221,7 +221,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
  * every other type is a module registered in src/Delivery/ChannelRegistry.ts (a test keeps the two
  * lists in step).
  */
-export const AlertChannelTypes = ["discord", "email", "slack", "pagerduty", "opsgenie"] as const
+export const AlertChannelTypes = ["discord", "email", "slack", "pagerduty", "opsgenie", "telegram"] as const
 export type AlertChannelType = (typeof AlertChannelTypes)[number]
 
 const IncidentTypes = Schema.Literal("MISSED", "FAIL", "LATE", "ANOMALY")
@@ -253,7 +253,7 @@ export const ReminderSettings = Schema.Struct({
 
 const ChannelConfig = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
   description:
-    "per type (docs/alerts.md): email {to}, slack {url, mention?}, pagerduty {routingKey, baseUrl?}, opsgenie {apiKey, region?, baseUrl?}, discord {url, mention}. Secrets are write-only: a Slack or Discord url is shown masked, a PagerDuty routing key or Opsgenie API key not shown"
+    "per type (docs/alerts.md): email {to}, slack {url, mention?}, pagerduty {routingKey, baseUrl?}, opsgenie {apiKey, region?, baseUrl?}, telegram {botToken, chatId, baseUrl?}, discord {url, mention}. Secrets are write-only: a Slack or Discord url is shown masked, a PagerDuty routing key or Opsgenie API key or Telegram bot token not shown"
 })
 
 export const AlertChannel = Schema.Struct({

@@ -20,6 +20,7 @@ import { emailType } from "./EmailChannel.js"
 import { opsgenieType } from "./OpsgenieChannel.js"
 import { pagerDutyType } from "./PagerDutyChannel.js"
 import { slackType } from "./SlackChannel.js"
+import { telegramType } from "./TelegramChannel.js"
 import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
 
 /**
@@ -42,7 +43,8 @@ export const ALERT_CHANNEL_TYPES: ReadonlyArray<AnyAlertChannelType> = [
   emailType,
   slackType,
   pagerDutyType,
-  opsgenieType
+  opsgenieType,
+  telegramType
 ]
 
 /** An alert channel's routing (applied by the fan-out before its channel makes a message) and reminders. */

@@ -4,6 +4,7 @@ import { retryWait, stateAfter } from "../../src/Delivery/Channel.js"
 import { chatChannel, type ChatDestination } from "../../src/Delivery/ChatChannel.js"
 import type { Outcome } from "../../src/Delivery/RetrySchedule.js"
 import { slackChannel, type SlackDestination } from "../../src/Delivery/SlackChannel.js"
+import { telegramChannel, type TelegramDestination } from "../../src/Delivery/TelegramChannel.js"
 import { webhookChannel, type WebhookDestination } from "../../src/Delivery/WebhookChannel.js"
 
 // The contract every channel implements (docs/delivery.md, "The modules"): pure, no server needed.
@@ -26,12 +27,14 @@ const webhook: WebhookDestination = {
 }
 const chat: ChatDestination = { id: "c1", name: "ops", url: "https://discord.com/api/webhooks/1/t", rulesSeverity: [], rulesTypes: [], mention: null }
 const slack: SlackDestination = { id: "s1", name: "ops", url: "https://hooks.slack.com/services/T/B/x", mention: "<!here>" }
+const telegram: TelegramDestination = { id: "t1", name: "ops", botToken: "123:abc", chatId: -100123, baseUrl: "https://api.telegram.org" }
 
 describe("channels", () => {
   const channels: ReadonlyArray<[string, Channel<any>, unknown]> = [
     ["webhook", webhookChannel, webhook],
     ["chat", chatChannel("https://jobmon.example.com"), chat],
-    ["slack", slackChannel("https://jobmon.example.com"), slack]
+    ["slack", slackChannel("https://jobmon.example.com"), slack],
+    ["telegram", telegramChannel("https://jobmon.example.com"), telegram]
   ]
 
   for (const [name, channel, destination] of channels) {

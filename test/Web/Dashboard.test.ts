@@ -11,7 +11,7 @@ import { hasChromium, launch, WAIT_MS } from "./browser.js"
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core) against the real
  * service: sign in, create a monitor, see a failure become an incident and acknowledge it, put the
- * monitor in maintenance, and create and revoke a token. With SCREENSHOTS=1 (npm run screenshots)
+ * monitor in maintenance, create and revoke a token, and add, test and delete alert channels. With SCREENSHOTS=1 (npm run screenshots)
  * it also saves the main pages under docs/screenshots/.
  */
 
@@ -55,7 +55,7 @@ const webhooksForScreenshot = async (page: Page, api: (method: string, path: str
     await hook.getByRole("button", { name: "Send test" }).click()
     await hook.getByRole("cell", { name: "webhook.test" }).waitFor()
     await page.reload()
-    await page.getByText("invalid", { exact: true }).waitFor()
+    await page.getByText("invalid", { exact: true }).first().waitFor()
     await page.locator(".hook").getByRole("button", { name: "Deliveries" }).click()
     await page.locator(".hook details summary").first().click()
   } finally {
@@ -64,7 +64,7 @@ const webhooksForScreenshot = async (page: Page, api: (method: string, path: str
 }
 
 describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
-  layer(TestServer(screenshots ? { allowPrivateTargets: true } : {}), { excludeTestServices: true, timeout: 120_000 })("a signed-in user", (it) => {
+  layer(TestServer({ allowPrivateTargets: true }), { excludeTestServices: true, timeout: 120_000 })("a signed-in user", (it) => {
     it.effect("signs in, sees a failure become an incident and acknowledges it, puts a monitor in maintenance, creates and revokes a token, invites a user", () =>
       Effect.gen(function*() {
         const app = yield* TestApp
@@ -233,6 +233,45 @@ describe.skipIf(!hasChromium)("dashboard in Chromium", () => {
                 return r.status === 401 && r
               }, "the revoked token to be refused")
               expect(((await refused.json()) as any)._tag).toBe("Unauthorized")
+
+              // Alert channels: a Slack channel whose webhook is gone: Test shows Slack's answer, the channel
+              // becomes invalid with the reason; a Telegram channel's token is never shown back; delete.
+              const slack = http.createServer((req, res) => {
+                req.resume()
+                req.on("end", () => res.writeHead(404, { "content-type": "text/plain" }).end("no_service"))
+              })
+              await new Promise<void>((resolve) => slack.listen(0, "127.0.0.1", resolve))
+              try {
+                const channels = page.locator("[data-section=alert-channels]")
+                await channels.getByLabel("Channel type").selectOption("slack")
+                await channels.getByText("Incoming Webhooks").waitFor()
+                await channels.getByLabel("Name (optional)").fill("ops-slack")
+                await channels.getByLabel("Webhook URL").fill(`http://127.0.0.1:${(slack.address() as AddressInfo).port}/services/T1/B2/s3cr3tSlackValue`)
+                await channels.getByRole("button", { name: "Add Slack channel" }).click()
+                const slackRow = channels.getByRole("row", { name: /ops-slack/ })
+                await slackRow.waitFor()
+                expect(await slackRow.textContent()).not.toContain("s3cr3tSlackValue")
+                await slackRow.getByRole("button", { name: "Test ops-slack" }).click()
+                await slackRow.locator("[data-test-answer]", { hasText: "Not sent: HTTP 404: no_service" }).waitFor()
+                await slackRow.locator("[data-status-reason]", { hasText: "Slack answered 404" }).waitFor()
+                expect(await slackRow.getByText("invalid", { exact: true }).count()).toBe(1)
+
+                await channels.getByLabel("Channel type").selectOption("telegram")
+                await channels.getByText("@BotFather").waitFor()
+                await channels.getByLabel("Bot token").fill("123456789:AAEdashboardSecretToken_012345")
+                await channels.getByLabel("Chat id").fill("-1001234567890")
+                await channels.getByRole("button", { name: "Add Telegram channel" }).click()
+                const telegramRow = channels.getByRole("row", { name: /telegram -1001234567890/ })
+                await telegramRow.waitFor()
+                expect(await channels.textContent()).not.toContain("dashboardSecretToken")
+                expect(await telegramRow.textContent()).toContain("chatId: -1001234567890")
+
+                await slackRow.getByRole("button", { name: "Delete ops-slack" }).click()
+                await slackRow.waitFor({ state: "detached" })
+                await telegramRow.waitFor()
+              } finally {
+                await new Promise((resolve) => slack.close(resolve))
+              }
 
               // An invitation: the link is shown once; after signing out, it opens the page that creates the account.
               await page.getByLabel("Email").fill("grace@example.test")

@@ -4,14 +4,14 @@
  * none of the service's code, and a field the API renames or drops fails `npm run typecheck` here.
  */
 import type { SessionUser, TokenInfo, UserInfo } from "../../src/Auth/Api"
-import type { ChatWebhook, Delivery, Webhook } from "../../src/Delivery/Api"
+import type { AlertChannel, AlertChannelType, ChannelTestResult, ChatWebhook, Delivery, Webhook } from "../../src/Delivery/Api"
 import type { Incident } from "../../src/Incidents/Api"
 import type { HistoryEntry, MaintenanceWindow } from "../../src/Maintenance/Api"
 import type { Monitor, MonitorPage as MonitorPageSchema, MonitorSort, MonitorSummary, ScheduleSchema } from "../../src/Monitors/Api"
 import type { Run, RunSummary } from "../../src/Pings/Api"
 import type { DurationStatistics, PercentileValues } from "../../src/Stats/Api"
 
-export type { ChatWebhook, Delivery, HistoryEntry, Incident, MaintenanceWindow, Monitor, MonitorSort, MonitorSummary, Run, RunSummary, Webhook }
+export type { AlertChannel, AlertChannelType, ChatWebhook, Delivery, HistoryEntry, Incident, MaintenanceWindow, Monitor, MonitorSort, MonitorSummary, Run, RunSummary, Webhook }
 
 /** The signed-in user (GET /api/auth/me). */
 export type User = typeof SessionUser.Type
@@ -25,3 +25,5 @@ export type Percentiles = typeof PercentileValues.Type
 export type Token = typeof TokenInfo.Type
 /** GET /api/users. */
 export type UserRow = typeof UserInfo.Type
+/** POST /api/alerts/channels/{id}/test. */
+export type ChannelTest = typeof ChannelTestResult.Type

@@ -3,12 +3,14 @@ import { api, errorText } from "../api"
 import { ErrorLine } from "../components"
 import type { ChatWebhook as Chat, Delivery, Token, UserRow, Webhook as Hook } from "../types"
 import { fmtTime, usePoll } from "../util"
+import { AlertChannels } from "./AlertChannels"
 
 export function SettingsPage() {
   return (
     <section>
       <h1>Settings</h1>
       <Tokens />
+      <AlertChannels />
       <ChatWebhooks />
       <Webhooks />
       <Users />
@@ -121,8 +123,8 @@ function ChatWebhooks() {
     <section aria-labelledby="chat-h" class="card">
       <h2 id="chat-h">Chat webhooks</h2>
       <p class="muted">
-        Discord incoming webhooks (or services that accept Discord's message format) that receive incident alerts. Slack and
-        email are alert channels of their own, set up through the API for now (/api/alerts/channels, docs/alerts.md).
+        Discord incoming webhooks (or services that accept Discord's message format) that receive incident alerts. They are
+        also listed under Alert channels (type Discord), where they can be tested and deleted.
       </p>
       <form class="inline" onSubmit={async (e) => {
         e.preventDefault()
