@@ -112,7 +112,7 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
     const sendRequest = (request: Transmission): Promise<SendResult> =>
       request.transport === "mail"
         ? mailer.send(request)
-        : send(request.url, request.body, request.headers, { allowPrivateTargets: config.allowPrivateTargets })
+        : send(request.url, request.body, { ...request.headers, ...request.secretHeaders }, { allowPrivateTargets: config.allowPrivateTargets })
 
     /**
      * Takes up to `wanted` slots of each webhook's current minute (`limit` a minute), in one

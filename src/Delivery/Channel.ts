@@ -102,6 +102,8 @@ export interface OutboundRequest {
   readonly url: string
   /** Sent, and recorded with the attempt: they must never hold a secret (a signature may). */
   readonly headers: Record<string, string>
+  /** Sent with `headers` but never recorded (an `Authorization` that carries a token). */
+  readonly secretHeaders?: Record<string, string> | undefined
   readonly body: string
 }
 

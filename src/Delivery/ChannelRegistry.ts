@@ -17,7 +17,9 @@ import {
   WEBHOOKS
 } from "./DestinationsRepo.js"
 import { emailType } from "./EmailChannel.js"
+import { ntfyType } from "./NtfyChannel.js"
 import { slackType } from "./SlackChannel.js"
+import { teamsType } from "./TeamsChannel.js"
 import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
 
 /**
@@ -38,7 +40,9 @@ import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
  */
 export const ALERT_CHANNEL_TYPES: ReadonlyArray<AnyAlertChannelType> = [
   emailType,
-  slackType
+  slackType,
+  teamsType,
+  ntfyType
 ]
 
 /** An alert channel's routing (applied by the fan-out before its channel makes a message) and reminders. */
