@@ -142,19 +142,16 @@ export const teamsMessageOf = (alert: Alert): TeamsMessage => {
     })
   }
   if (alert.output !== undefined) {
-    body.push({
-      type: "RichTextBlock",
-      inlines: [
-        { type: "TextRun", text: "Output\n", weight: "Bolder" },
-        { type: "TextRun", text: tail(alert.output, TEAMS_LIMITS.output), fontType: "Monospace" }
-      ]
-    })
+    body.push(
+      { type: "TextBlock", text: "Output (the end)", weight: "Bolder", spacing: "Medium" },
+      { type: "RichTextBlock", inlines: [{ type: "TextRun", text: tail(alert.output, TEAMS_LIMITS.output), fontType: "Monospace" }] }
+    )
   }
   if (alert.note !== null && alert.note !== "") {
-    body.push({
-      type: "RichTextBlock",
-      inlines: [{ type: "TextRun", text: "Note\n", weight: "Bolder" }, { type: "TextRun", text: clip(alert.note, TEAMS_LIMITS.note) }]
-    })
+    body.push(
+      { type: "TextBlock", text: "Note", weight: "Bolder", spacing: "Medium" },
+      { type: "RichTextBlock", inlines: [{ type: "TextRun", text: clip(alert.note, TEAMS_LIMITS.note) }] }
+    )
   }
   body.push({ type: "TextBlock", text: `jobmon · ${alert.at}`, isSubtle: true, size: "Small", wrap: true, spacing: "Medium" })
   const links = [["View incident", alert.incidentUrl], ["View monitor", alert.monitorUrl]] as const

@@ -72,8 +72,8 @@ describe("Teams message", () => {
       { title: "Expected", value: "4.1 s" }
     ])
     // the output as a monospace TextRun: never read as markdown
-    const output = card.body.find((e: any) => e.type === "RichTextBlock" && e.inlines[0].text === "Output\n")
-    expect(output.inlines[1]).toEqual({ type: "TextRun", text: incident.details["output"], fontType: "Monospace" })
+    const label = card.body.findIndex((e: any) => e.type === "TextBlock" && e.text === "Output (the end)")
+    expect(card.body[label + 1].inlines[0]).toEqual({ type: "TextRun", text: incident.details["output"], fontType: "Monospace" })
     expect(card.actions).toEqual([
       { type: "Action.OpenUrl", title: "View incident", url: `${PUBLIC_URL}/incidents/${incident.id}` },
       { type: "Action.OpenUrl", title: "View monitor", url: `${PUBLIC_URL}/monitors/${incident.monitorId}` }
