@@ -164,6 +164,12 @@ layer(TestServer({ allowPrivateTargets: true, publicUrl: PUBLIC_URL }), { timeou
       const fixed = yield* call("PATCH", `/api/alerts/channels/${channel.id}`, { body: { config: { token: "tk_right" } } })
       expect(fixed.body.status).toBe("active")
       expect((yield* call("POST", `/api/alerts/channels/${channel.id}/test`)).body).toMatchObject({ sent: true })
+      expect(ntfy.received[1]!.headers.authorization).toBe("Bearer tk_right")
+      // "token": null removes it: the server then refuses the channel
+      const removed = yield* call("PATCH", `/api/alerts/channels/${channel.id}`, { body: { config: { token: null } } })
+      expect(removed.body.config).toEqual({ server: serverOf(ntfy.url), topic: "ops" })
+      expect((yield* call("POST", `/api/alerts/channels/${channel.id}/test`)).body).toMatchObject({ sent: false, channel: { status: "invalid" } })
+      expect(ntfy.received[2]!.headers.authorization).toBeUndefined()
     })))
 
   it.effect("429 without Retry-After waits ntfy's 5 seconds; 5xx retries; nothing is lost", () =>
