@@ -221,7 +221,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
  * every other type is a module registered in src/Delivery/ChannelRegistry.ts (a test keeps the two
  * lists in step).
  */
-export const AlertChannelTypes = ["discord", "email", "slack", "pagerduty", "opsgenie", "telegram"] as const
+export const AlertChannelTypes = ["discord", "email", "slack", "pagerduty", "opsgenie", "telegram", "teams", "ntfy"] as const
 export type AlertChannelType = (typeof AlertChannelTypes)[number]
 
 const IncidentTypes = Schema.Literal("MISSED", "FAIL", "LATE", "ANOMALY")
@@ -253,7 +253,7 @@ export const ReminderSettings = Schema.Struct({
 
 const ChannelConfig = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
   description:
-    "per type (docs/alerts.md): email {to}, slack {url, mention?}, pagerduty {routingKey, baseUrl?}, opsgenie {apiKey, region?, baseUrl?}, telegram {botToken, chatId, baseUrl?}, discord {url, mention}. Secrets are write-only: a Slack or Discord url is shown masked, a PagerDuty routing key or Opsgenie API key or Telegram bot token not shown"
+    "per type (docs/alerts.md): email {to}, slack {url, mention?}, pagerduty {routingKey, baseUrl?}, opsgenie {apiKey, region?, baseUrl?}, telegram {botToken, chatId, baseUrl?}, teams {url}, ntfy {server?, topic, token?}, discord {url, mention}. Secrets are write-only: a Slack, Teams or Discord url is shown masked, a PagerDuty routing key, Opsgenie API key, Telegram bot token or ntfy token never shown"
 })
 
 export const AlertChannel = Schema.Struct({
@@ -300,7 +300,7 @@ export class AlertChannelsApi extends HttpApiGroup.make("channels")
       .addSuccess(AlertChannel, { status: 201 })
       .addError(ValidationError)
       .addError(Conflict)
-      .annotate(OpenApi.Summary, "Add an alert channel (email, slack; discord ones are made at /api/alerts/chat/webhooks); 409 over the organization's quota")
+      .annotate(OpenApi.Summary, "Add an alert channel (email, slack, teams, ntfy; discord ones are made at /api/alerts/chat/webhooks); 409 over the organization's quota")
   )
   .add(
     HttpApiEndpoint.get("list", "/api/alerts/channels")

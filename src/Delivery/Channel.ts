@@ -102,7 +102,7 @@ export interface OutboundRequest {
   readonly url: string
   /** Sent, and recorded with the attempt: they must never hold a secret (a signature may). */
   readonly headers: Record<string, string>
-  /** Sent but never recorded: credentials (Opsgenie's `Authorization: GenieKey …`). */
+  /** Sent but never recorded: credentials (Opsgenie's `Authorization: GenieKey …`, ntfy's bearer token). */
   readonly secretHeaders?: Record<string, string> | undefined
   readonly body: string
 }

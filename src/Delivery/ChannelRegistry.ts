@@ -21,6 +21,8 @@ import { opsgenieType } from "./OpsgenieChannel.js"
 import { pagerDutyType } from "./PagerDutyChannel.js"
 import { slackType } from "./SlackChannel.js"
 import { telegramType } from "./TelegramChannel.js"
+import { ntfyType } from "./NtfyChannel.js"
+import { teamsType } from "./TeamsChannel.js"
 import { webhookChannel, type WebhookDestination } from "./WebhookChannel.js"
 
 /**
@@ -44,7 +46,9 @@ export const ALERT_CHANNEL_TYPES: ReadonlyArray<AnyAlertChannelType> = [
   slackType,
   pagerDutyType,
   opsgenieType,
-  telegramType
+  telegramType,
+  teamsType,
+  ntfyType
 ]
 
 /** An alert channel's routing (applied by the fan-out before its channel makes a message) and reminders. */

@@ -3,8 +3,10 @@ import type { Channel, StoredMessage } from "../../src/Delivery/Channel.js"
 import { retryWait, stateAfter } from "../../src/Delivery/Channel.js"
 import { chatChannel, type ChatDestination } from "../../src/Delivery/ChatChannel.js"
 import type { Outcome } from "../../src/Delivery/RetrySchedule.js"
+import { ntfyChannel, type NtfyDestination } from "../../src/Delivery/NtfyChannel.js"
 import { slackChannel, type SlackDestination } from "../../src/Delivery/SlackChannel.js"
 import { telegramChannel, type TelegramDestination } from "../../src/Delivery/TelegramChannel.js"
+import { teamsChannel, type TeamsDestination } from "../../src/Delivery/TeamsChannel.js"
 import { webhookChannel, type WebhookDestination } from "../../src/Delivery/WebhookChannel.js"
 
 // The contract every channel implements (docs/delivery.md, "The modules"): pure, no server needed.
@@ -28,13 +30,17 @@ const webhook: WebhookDestination = {
 const chat: ChatDestination = { id: "c1", name: "ops", url: "https://discord.com/api/webhooks/1/t", rulesSeverity: [], rulesTypes: [], mention: null }
 const slack: SlackDestination = { id: "s1", name: "ops", url: "https://hooks.slack.com/services/T/B/x", mention: "<!here>" }
 const telegram: TelegramDestination = { id: "t1", name: "ops", botToken: "123:abc", chatId: -100123, baseUrl: "https://api.telegram.org" }
+const teams: TeamsDestination = { id: "t1", name: "ops", url: "https://prod-1.westus.logic.azure.com/workflows/x/triggers/manual/paths/invoke?sig=s" }
+const ntfy: NtfyDestination = { id: "n1", name: "ops", server: "https://ntfy.sh", topic: "ops", token: "tk_x" }
 
 describe("channels", () => {
   const channels: ReadonlyArray<[string, Channel<any>, unknown]> = [
     ["webhook", webhookChannel, webhook],
     ["chat", chatChannel("https://jobmon.example.com"), chat],
     ["slack", slackChannel("https://jobmon.example.com"), slack],
-    ["telegram", telegramChannel("https://jobmon.example.com"), telegram]
+    ["telegram", telegramChannel("https://jobmon.example.com"), telegram],
+    ["teams", teamsChannel("https://jobmon.example.com"), teams],
+    ["ntfy", ntfyChannel("https://jobmon.example.com"), ntfy]
   ]
 
   for (const [name, channel, destination] of channels) {

@@ -87,6 +87,34 @@ const FORMS: { readonly [T in FormType]: TypeForm } = {
       { key: "region", label: "Region (optional)", kind: "text", required: false, placeholder: "us", help: "us or eu" }
     ]
   },
+  teams: {
+    label: "Microsoft Teams",
+    where: (
+      <>
+        In Teams: the channel's ⋯ → Workflows → "Post to a channel when a webhook request is received" → pick the team and channel → copy
+        the URL it shows (<code>https://prod-…logic.azure.com/workflows/…</code>; the old Office 365 connectors are retired). It is a
+        secret: it is shown masked once saved.
+      </>
+    ),
+    fields: [
+      { key: "url", label: "Workflow URL", kind: "url", required: true, placeholder: "https://prod-00.westus.logic.azure.com/workflows/…" }
+    ]
+  },
+  ntfy: {
+    label: "ntfy",
+    where: (
+      <>
+        A topic on <a href="https://ntfy.sh" target="_blank" rel="noreferrer">ntfy.sh</a> or your own ntfy server; subscribe to it in the
+        ntfy app. On a public server anyone who knows the topic can read it: pick a long, unguessable name, or reserve it and give an
+        access token (<code>tk_…</code>; a secret, never shown again).
+      </>
+    ),
+    fields: [
+      { key: "topic", label: "Topic", kind: "text", required: true, placeholder: "ops-alerts-7f3k2q" },
+      { key: "server", label: "Server (optional)", kind: "url", required: false, placeholder: "https://ntfy.sh" },
+      { key: "token", label: "Access token (optional)", kind: "secret", required: false, placeholder: "tk_…" }
+    ]
+  },
   telegram: {
     label: "Telegram",
     where: (
