@@ -43,6 +43,7 @@ import {
   type Instance,
   killHard,
   launchInstance,
+  refusedStarts,
   relaunch,
   shardsOf,
   terminate,
@@ -191,17 +192,20 @@ const incidentsOn = async (db: BenchDb, monitorIds: ReadonlyArray<string>): Prom
 const lastPingsHeard = async (db: BenchDb, monitorIds: ReadonlyArray<string>, ms = 10_000) => {
   const started = performance.now()
   for (;;) {
-    const rows = await db.query<{ behind: string; pinged: string }>(
+    const rows = await db.query<{ behind: string; pinged: string; lag: string | null }>(
       `select count(*) filter (where m.last_ping_at is null or m.last_ping_at < r.latest - interval '1 millisecond') as behind,
-              count(*) as pinged
+              count(*) as pinged,
+              max(extract(epoch from r.latest - m.last_ping_at) * 1000) filter (where m.last_ping_at < r.latest - interval '1 millisecond') as lag
        from monitors m join (select monitor_id, max(finished_at) as latest from runs where monitor_id = any($1::uuid[]) group by monitor_id) r
          on r.monitor_id = m.id`,
       [monitorIds]
     )
     const behind = Number(rows[0]!.behind)
     const pinged = Number(rows[0]!.pinged)
+    /** How far the most stale lastPingAt is behind its monitor's latest ping, ms. */
+    const lagMs = rows[0]!.lag === null ? 0 : Number(rows[0]!.lag)
     const waited = performance.now() - started
-    if (behind === 0 || waited > ms) return { behind, pinged, waitedMs: waited }
+    if (behind === 0 || waited > ms) return { behind, pinged, lagMs, waitedMs: waited }
     await sleep(250)
   }
 }
@@ -717,7 +721,7 @@ const main = async (): Promise<number> => {
   checks.push({
     name: "each monitor's owner heard its latest ping",
     pass: heard.single?.behind === 0 && heard.cluster?.behind === 0 && heardAtEnd.behind === 0,
-    detail: `monitors whose lastPingAt is older than their latest acknowledged ping: ${single.label} ${heard.single?.behind} of ${fmt(heard.single?.pinged)}; ${cluster.label} ${heard.cluster?.behind} of ${fmt(heard.cluster?.pinged)} after the load (settled in ${fmt(heard.cluster?.waitedMs)} ms) and ${heardAtEnd.behind} of ${fmt(heardAtEnd.pinged)} at the end`
+    detail: `monitors whose lastPingAt is older than their latest acknowledged ping: ${single.label} ${heard.single?.behind} of ${fmt(heard.single?.pinged)}; ${cluster.label} ${heard.cluster?.behind} of ${fmt(heard.cluster?.pinged)} after the load (settled in ${fmt(heard.cluster?.waitedMs)} ms) and ${heardAtEnd.behind} of ${fmt(heardAtEnd.pinged)} after the kills and joins${heardAtEnd.behind === 0 ? "" : ` (still ${fmt(heardAtEnd.waitedMs / 1000, 0)} s after the last ping; the most stale ${fmt(heardAtEnd.lagMs)} ms behind its latest ping)`}`
   })
   checks.push({
     name: `every start of the ${n} instances ended balanced within ${START_LIMIT_MS / 1000} s`,
@@ -834,7 +838,9 @@ const main = async (): Promise<number> => {
   notes.push(
     `Other work on the machine: the cores were ${fmt((background ?? NaN) * 100)} % busy before the run; during the measured phases other processes (other helpers' tests and builds, the idle setup, PostgreSQL's other sessions) used ${fmt(Math.min(...measured.map((p) => p.cpu.otherCores ?? 0)), 2)}–${fmt(busiestPhase, 2)} cores ("other work" above). Rates and latencies move with that; CPU per ping much less.`
   )
-  notes.push(`${connectionsNote}.`)
+  notes.push(
+    `${connectionsNote}.${refusedStarts.length === 0 ? "" : ` ${refusedStarts.length} starts of an instance were refused by PostgreSQL for want of connections ("too many clients already": ${refusedStarts.join(", ")}) and tried again 2 s later.`}`
+  )
   if (single.database.setup === "url") {
     notes.push(
       "The PostgreSQL server is shared: its whole-server CPU includes other databases' sessions, so the judged figure counts the backends serving each setup's own database (its service's pool, LISTEN and lock connections, autovacuum of that database)."

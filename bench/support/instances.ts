@@ -41,8 +41,29 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export const alive = (instance: Instance) => !instance.child.hasExited()
 
-/** Spawns `jobmon serve`; resolves once /healthz answers 200 (polled every 25 ms). */
+/** Starts refused by PostgreSQL for want of connections ("too many clients already"), retried. */
+export const refusedStarts: Array<string> = []
+
+/**
+ * Spawns `jobmon serve`; resolves once /healthz answers 200 (polled every 25 ms). A start that
+ * PostgreSQL refuses for want of connections (a shared server's other sessions) is tried again
+ * after 2 s, at most 5 times.
+ */
 export const launchInstance = async (options: LaunchOptions): Promise<Instance> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launchOnce(options)
+    } catch (error) {
+      const message = (error as Error).message
+      if (attempt >= 5 || !message.includes("too many clients")) throw error
+      refusedStarts.push(options.name)
+      console.log(`[bench] ${options.name}: PostgreSQL refused its connections ("too many clients already"); starting it again in 2 s`)
+      await sleep(2000)
+    }
+  }
+}
+
+const launchOnce = async (options: LaunchOptions): Promise<Instance> => {
   const httpPort = options.httpPort ?? (await freePort())
   const clusterPort = options.cluster === undefined ? undefined : options.cluster === "free" ? await freePort() : options.cluster
   const inherited = { ...process.env }
