@@ -32,7 +32,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { performance } from "node:perf_hooks"
-import { shardOf } from "../src/Engine/Shards.js"
+import { shardOf, shardOfSql } from "../src/Engine/Shards.js"
 import { account, type Accounting } from "./support/accounting.js"
 import { installSignalHandlers, onCleanup, runBench } from "./support/children.js"
 import { backgroundBusy, machineBusyBetween, parentPid, postgresServerCpuUs, sampleCpu } from "./support/cpu.js"
@@ -685,6 +685,17 @@ const main = async (): Promise<number> => {
     )
   }
   const heardAtEnd = await lastPingsHeard(cluster.db, cluster.monitorIds)
+  // Every monitor should have its actor on exactly one instance (GET /api/cluster: instance.monitors).
+  const actorsAtEnd = (await Promise.all(cluster.instances.map((i) => shardsOf(i, adminToken)))).reduce((sum, v) => sum + v.monitors, 0)
+  const monitorsAtEnd = Number((await cluster.db.query<{ n: string }>(`select count(*) as n from monitors`))[0]!.n)
+  const staleAtEnd = heardAtEnd.behind === 0 ? [] : await cluster.db.query<{ id: string; shard: number; lag: string; pings: string }>(
+    `select m.id, ${shardOfSql("m.id")} as shard, round(extract(epoch from r.latest - m.last_ping_at) * 1000) as lag, r.pings
+     from monitors m join (select monitor_id, max(finished_at) as latest, count(*) as pings from runs where monitor_id = any($1::uuid[]) group by monitor_id) r
+       on r.monitor_id = m.id
+     where m.last_ping_at < r.latest - interval '1 millisecond' order by 3 desc limit 10`,
+    [cluster.monitorIds]
+  )
+  log(`at the end: actors on the ${n} instances ${actorsAtEnd} for ${monitorsAtEnd} monitors; lastPingAt behind on ${heardAtEnd.behind} monitors${staleAtEnd.length === 0 ? "" : `, e.g. ${staleAtEnd.map((r) => `${r.id} (shard ${r.shard}, ${r.lag} ms behind)`).join(", ")}`}`)
   const clusterIncidents = await incidentsOn(cluster.db, cluster.monitorIds)
   // Stop every instance (the killed ones' logs are in the same files as their restarts').
   await stopSetup(cluster)
@@ -730,6 +741,11 @@ const main = async (): Promise<number> => {
       ? `${clusterStarts} starts (one instance after the other), each time every shard held once between them`
       : `${unbalancedStarts.length} of ${clusterStarts} starts did not (each then stopped and started again): ${unbalancedStarts.join(" | ")}`
   })
+  checks.push({
+    name: "every monitor has its actor on one instance",
+    pass: actorsAtEnd === monitorsAtEnd,
+    detail: `after the kills and joins, the ${n} instances' GET /api/cluster count ${fmt(actorsAtEnd)} actors for ${fmt(monitorsAtEnd)} monitors (the pinged ones and the news probes)`
+  })
   const takeovers = kills.map((k) => k.takeoverMs).sort((a, b) => a - b)
   if (kills.length > 0) {
     checks.push({
@@ -750,7 +766,7 @@ const main = async (): Promise<number> => {
   const date = `${started.toISOString().slice(0, 16).replace("T", " ")} UTC`
   const machineLine = `${cores()} cores (${os.cpus()[0]?.model.trim() ?? "unknown CPU"}), ${Math.round(os.totalmem() / 2 ** 30)} GB · Node ${process.version} · ${os.type()} ${os.release()} · ${pgDescription} (${single.database.setup === "url" ? "DATABASE_URL" : "embedded"}), ${dbDescription}`
   const ms = (x: number | undefined) => `${fmt(x)} ms`
-  const ratio = (c: number | undefined, s: number | undefined) => (c === undefined || s === undefined ? "–" : (c / s).toFixed(2))
+  const ratio = (c: number | undefined, s: number | undefined) => (c === undefined || s === undefined || s === 0 ? "–" : (c / s).toFixed(2))
   const cmp = (name: string, pick: (p: Phase) => number | undefined, digits = 0) => {
     const s = mid(single, pick)
     const c = mid(cluster, pick)
@@ -777,7 +793,7 @@ const main = async (): Promise<number> => {
       const med = (xs: ReadonlyArray<number>) => quantile([...xs].sort((a, b) => a - b), 0.5)
       const sm = med(startTimes.single)
       const cm = med(startTimes.cluster)
-      return ["start: spawn → healthy (cluster: and balanced), ms, median", fmt(sm), fmt(cm), ratio(cm, sm)]
+      return [`start: spawn → healthy (${n} instances: one after the other, until balanced), ms, median`, fmt(sm), fmt(cm), ratio(cm, sm)]
     })()
   ]
   const roundsTable: Array<Array<string>> = [
@@ -836,7 +852,7 @@ const main = async (): Promise<number> => {
   notes.push(`Machine: ${machineLine}.`)
   const busiestPhase = Math.max(...measured.map((p) => p.cpu.otherCores ?? 0))
   notes.push(
-    `Other work on the machine: the cores were ${fmt((background ?? NaN) * 100)} % busy before the run; during the measured phases other processes (other helpers' tests and builds, the idle setup, PostgreSQL's other sessions) used ${fmt(Math.min(...measured.map((p) => p.cpu.otherCores ?? 0)), 2)}–${fmt(busiestPhase, 2)} cores ("other work" above). Rates and latencies move with that; CPU per ping much less.`
+    `Other work on the machine: the cores were ${fmt((background ?? NaN) * 100)} % busy before the run; during the measured phases other processes (other helpers' tests and builds; on a shared PostgreSQL server its other sessions) used ${fmt(Math.min(...measured.map((p) => p.cpu.otherCores ?? 0)), 2)}–${fmt(busiestPhase, 2)} cores ("other work" above). Rates and latencies move with that; CPU per ping much less.`
   )
   notes.push(
     `${connectionsNote}.${refusedStarts.length === 0 ? "" : ` ${refusedStarts.length} starts of an instance were refused by PostgreSQL for want of connections ("too many clients already": ${refusedStarts.join(", ")}) and tried again 2 s later.`}`

@@ -125,14 +125,17 @@ export const terminate = async (instance: Instance, graceMs = 20_000): Promise<v
 }
 
 /** GET /api/cluster (admin scope): the shards this instance holds now. */
-export const shardsOf = async (instance: Instance, adminToken: string): Promise<{ clustered: boolean; shards: Array<number> }> => {
+export const shardsOf = async (
+  instance: Instance,
+  adminToken: string
+): Promise<{ clustered: boolean; shards: Array<number>; monitors: number }> => {
   const response = await fetch(`${instance.url}/api/cluster`, {
     headers: { authorization: `Bearer ${adminToken}` },
     signal: AbortSignal.timeout(5000)
   })
   if (response.status !== 200) throw new Error(`GET /api/cluster on ${instance.name} answered ${response.status}: ${await response.text()}`)
-  const body = (await response.json()) as { clustered: boolean; instance: { shards: Array<number> } }
-  return { clustered: body.clustered, shards: body.instance.shards }
+  const body = (await response.json()) as { clustered: boolean; instance: { shards: Array<number>; monitors: number } }
+  return { clustered: body.clustered, shards: body.instance.shards, monitors: body.instance.monitors }
 }
 
 /** Each live instance's shards, when they hold all `shardCount` exactly once between them and each holds some. */
