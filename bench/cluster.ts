@@ -934,7 +934,7 @@ const SECTION = "Several instances (npm run bench:cluster)"
 
 const INTRO = `## ${SECTION}
 
-\`npm run bench:cluster\` (bench/cluster.ts; not part of \`npm test\`; about 5 minutes) compares one
+\`npm run bench:cluster\` (bench/cluster.ts; not part of \`npm test\`; 5–8 minutes) compares one
 instance with three in cluster mode (docs/operations.md, "Several instances") on the same machine,
 and times the cluster's failover and rebalance with the default lock timers
 (\`CLUSTER_LOCK_REFRESH_MS\` 1000, \`CLUSTER_LOCK_EXPIRATION_MS\` 5000).
