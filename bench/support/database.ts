@@ -197,6 +197,17 @@ export class BenchDb {
     return Number(r.rows[0]!.n)
   }
 
+  /** Any other question, on the same connection (so that it is never counted among the service's backends). */
+  async query<R extends Record<string, unknown>>(text: string, values: ReadonlyArray<unknown> = []): Promise<Array<R>> {
+    return (await this.client.query<R>(text, [...values])).rows
+  }
+
+  /** Transactions committed in this database so far (PostgreSQL's statistics, flushed about every second). */
+  async commits(): Promise<number> {
+    const r = await this.client.query<{ n: string }>(`select xact_commit as n from pg_stat_database where datname = current_database()`)
+    return Number(r.rows[0]?.n ?? 0)
+  }
+
   close(): Promise<void> {
     return this.client.end()
   }

@@ -78,6 +78,14 @@ const successBody = (monitor: number, extra: string) => {
   return `{${extra}"durationMs":${durationOf(monitor)},"output":"ok ${config.title} #${seq}: 12 files, 3.4 MB"}`
 }
 
+/** The run ids of acknowledged pings, when the benchmark checks each against its row (`runIdsFile`). */
+const runIds: Array<string> | undefined = config.runIdsFile === undefined ? undefined : []
+const RUN_ID_KEY = '"runId":"'
+const keepRunId = (body: string) => {
+  const at = body.indexOf(RUN_ID_KEY)
+  if (at >= 0) runIds!.push(body.slice(at + RUN_ID_KEY.length, at + RUN_ID_KEY.length + 36))
+}
+
 const successRequest: AcRequest = {
   method: "POST",
   setupRequest: (request) => {
@@ -86,7 +94,10 @@ const successRequest: AcRequest = {
     request.body = successBody(monitor, "")
     return request
   },
-  onResponse: (status) => count("success", status)
+  onResponse: (status, body) => {
+    count("success", status)
+    if (runIds !== undefined && status === 200) keepRunId(body)
+  }
 }
 
 const pairRequests: Array<AcRequest> = [
@@ -226,7 +237,7 @@ const summarize = (values: Array<number>): LatencySummary => {
 
 const cpuBefore = process.cpuUsage()
 const result = await autocannon({
-  url: config.url,
+  url: config.urls !== undefined && config.urls.length > 0 ? [...config.urls] : config.url,
   connections: config.connections,
   duration: config.seconds + 1,
   pipelining: 1,
@@ -244,6 +255,7 @@ const result = await autocannon({
 })
 
 const cpu = process.cpuUsage(cpuBefore)
+if (runIds !== undefined) fs.writeFileSync(config.runIdsFile!, runIds.join("\n"))
 // From the first request sent to the last answer received.
 const activeSeconds = Math.max(0.001, (lastAnswerAt - firstSendAt) / 1000)
 

@@ -10,6 +10,14 @@ export interface DriverConfig {
   readonly title: string
   /** http://127.0.0.1:port */
   readonly url: string
+  /**
+   * Several servers instead of `url` (several instances of the service): the connections are dealt
+   * out over them in turn (connection i to `urls[i % urls.length]`), as a load balancer keeping
+   * connections alive would, so each gets the same share of the pings.
+   */
+  readonly urls?: ReadonlyArray<string>
+  /** When set, the run id of every 200-answered ping is written there, one per line, at the end. */
+  readonly runIdsFile?: string
   readonly token: string
   readonly monitorIds: ReadonlyArray<string>
   readonly mode: LoadMode

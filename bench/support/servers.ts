@@ -135,8 +135,8 @@ export const createPingToken = async (url: string, adminToken: string): Promise<
   return r.json().token as string
 }
 
-/** `count` monitors with an hourly interval schedule, made through the API; answers their ids. */
-export const createMonitors = async (url: string, adminToken: string, count: number): Promise<Array<string>> => {
+/** `count` monitors with an interval schedule (hourly by default), made through the API; answers their ids. */
+export const createMonitors = async (url: string, adminToken: string, count: number, every = "1h"): Promise<Array<string>> => {
   const ids: Array<string> = new Array(count)
   let next = 0
   const worker = async () => {
@@ -144,7 +144,7 @@ export const createMonitors = async (url: string, adminToken: string, count: num
       const i = next++
       const r = await api(url, adminToken, "POST", "/api/monitors", {
         name: `bench monitor ${i + 1}`,
-        schedule: { type: "interval", expression: "1h" }
+        schedule: { type: "interval", expression: every }
       })
       if (r.status !== 201) throw new Error(`monitor creation answered ${r.status}: ${r.text}`)
       ids[i] = r.json().id as string
