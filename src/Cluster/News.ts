@@ -182,8 +182,12 @@ export class News extends Effect.Service<News>()("jobmon/News", {
       inFlight = { seq: ++seq, waiters: nextWaiters }
       nextWaiters = []
       stats.markers++
+      // A marker needs no durability: committed without waiting for the WAL flush, it holds
+      // PostgreSQL's notify lock (taken by every commit that notifies, on every database of the
+      // server) for a moment only (docs/performance.md, "Several instances"). Our own text only: no
+      // parameters, so the four statements go in one round trip.
       const marker = `Y${origin}:${inFlight.seq}`
-      client.query("select pg_notify($1, $2)", [NEWS_CHANNEL, marker]).catch(() => {
+      client.query(`begin; set local synchronous_commit to off; select pg_notify('${NEWS_CHANNEL}', '${marker}'); commit`).catch(() => {
         // the connection is going: the reconnect answers the waiters
       })
     }
