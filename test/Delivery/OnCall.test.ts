@@ -1,57 +1,25 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, TestClock } from "effect"
-import { type Alert, alertOf, testAlertOf } from "../../src/Delivery/Alert.js"
-import { channelEventOf, type IncidentFacts } from "../../src/Delivery/Channel.js"
+import { type Alert, testAlertOf } from "../../src/Delivery/Alert.js"
+import type { IncidentFacts } from "../../src/Delivery/Channel.js"
 import { OPSGENIE_BASE_URLS, opsgenieMessageOf, opsgenieType, opsgenieUrl, opsgenieVerdict } from "../../src/Delivery/OpsgenieChannel.js"
 import { enqueueUrl, PAGERDUTY_BASE_URL, pagerDutyEventOf, pagerDutyType, pagerDutyVerdict } from "../../src/Delivery/PagerDutyChannel.js"
-import type { Outcome } from "../../src/Delivery/RetrySchedule.js"
-import { Webhooks } from "../../src/Delivery/Webhooks.js"
 import { call, createMonitor, TestServer } from "../support/fixture.js"
 import { raise } from "../Incidents/support.js"
 import { opsgenieProblems, opsgenieReceiver, pagerDutyProblems, pagerDutyReceiver } from "./onCallReceivers.js"
 import type { Received } from "./receiver.js"
+import { alertFor, answered, flush, incidentWith, PUBLIC_URL } from "./alertFixtures.js"
 
 // PagerDuty (Events API v2) and Opsgenie (Alert API), docs/alerts.md#pagerduty and #opsgenie: the
 // provider's incident follows ours (opened → trigger/create, acknowledged → acknowledge, resolved →
 // resolve/close, keyed by the incident's id), the open always before its acknowledge and close.
 
-const PUBLIC_URL = "https://jobmon.example"
-const flush = Effect.flatMap(Webhooks, (w) => w.flush)
 
-const incident: IncidentFacts = {
-  id: "0d6f1c2e-1111-4222-8333-444455556666",
-  type: "FAIL",
-  severity: "HIGH",
-  status: "OPEN",
-  monitorId: "9a8b7c6d-1111-4222-8333-444455556666",
-  monitorName: "nightly backup",
-  monitorTags: ["db"],
-  openedAt: "2026-01-31T03:00:00.000Z",
-  details: { exitCode: 2, durationMs: 5230, output: "starting\ndisk full", expectedDurationMs: 4100 }
-}
+const incident = incidentWith({ output: "starting\ndisk full" })
 
-const alert = (type: string, data: Record<string, unknown> = {}, facts: IncidentFacts = incident): Alert =>
-  alertOf(
-    channelEventOf({
-      id: "e1",
-      seq: 1,
-      org_id: "o1",
-      type,
-      created_at: new Date("2026-01-31T03:00:01.000Z"),
-      data: { incident: { id: facts.id }, ...data },
-      monitor_ids: [facts.monitorId],
-      severity: facts.severity
-    } as never, facts),
-    PUBLIC_URL
-  )!
+const alert = (type: string, data: Record<string, unknown> = {}, facts: IncidentFacts = incident): Alert => alertFor(type, data, facts)
 
-const answered = (status: number, text?: string, retryAfterSeconds?: number) => ({
-  outcome: { _tag: "Answered", status } as Outcome,
-  responseTimeMs: 5,
-  responseText: text,
-  retryAfterSeconds
-})
 
 /** A request as a receiver would get it, for the format checkers. */
 const asReceived = (url: string, body: unknown, headers: Record<string, string> = { "content-type": "application/json" }): Received => {

@@ -1,53 +1,23 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, TestClock } from "effect"
-import { type Alert, alertOf } from "../../src/Delivery/Alert.js"
-import { channelEventOf, type IncidentFacts } from "../../src/Delivery/Channel.js"
-import type { Outcome } from "../../src/Delivery/RetrySchedule.js"
+import type { Alert } from "../../src/Delivery/Alert.js"
+import type { IncidentFacts } from "../../src/Delivery/Channel.js"
 import { teamsMessageOf, teamsVerdict } from "../../src/Delivery/TeamsChannel.js"
-import { Webhooks } from "../../src/Delivery/Webhooks.js"
 import { call, createMonitor, TestServer } from "../support/fixture.js"
 import { raise } from "../Incidents/support.js"
 import { teamsProblems, teamsReceiver } from "./teamsReceiver.js"
+import { alertFor, answered, flush, incidentWith, PUBLIC_URL } from "./alertFixtures.js"
 
 // Microsoft Teams through a Workflows webhook (docs/alerts.md#microsoft-teams): an Adaptive Card in
 // the message envelope Workflows takes, valid against the card schema, the answers the trigger gives.
 
-const PUBLIC_URL = "https://jobmon.example"
-const flush = Effect.flatMap(Webhooks, (w) => w.flush)
 
-const incident: IncidentFacts = {
-  id: "0d6f1c2e-1111-4222-8333-444455556666",
-  type: "FAIL",
-  severity: "HIGH",
-  status: "OPEN",
-  monitorId: "9a8b7c6d-1111-4222-8333-444455556666",
-  monitorName: "nightly backup",
-  monitorTags: ["db"],
-  openedAt: "2026-01-31T03:00:00.000Z",
-  details: { exitCode: 2, durationMs: 5230, output: "starting\n**not bold** [x](http://evil)\ndisk full", expectedDurationMs: 4100 }
-}
+const incident = incidentWith({ output: "starting\n**not bold** [x](http://evil)\ndisk full" })
 
-const eventOf = (type: string, data: Record<string, unknown> = {}, facts: IncidentFacts = incident) =>
-  channelEventOf({
-    id: "e1",
-    seq: 1,
-    org_id: "o1",
-    type,
-    created_at: new Date("2026-01-31T03:00:01.000Z"),
-    data: { incident: { id: facts.id }, ...data },
-    monitor_ids: [facts.monitorId],
-    severity: facts.severity
-  } as never, facts)
 
-const alert = (type: string, data?: Record<string, unknown>, facts?: IncidentFacts): Alert => alertOf(eventOf(type, data, facts), PUBLIC_URL)!
+const alert = (type: string, data: Record<string, unknown> = {}, facts: IncidentFacts = incident): Alert => alertFor(type, data, facts)
 
-const answered = (status: number, text?: string, retryAfterSeconds?: number) => ({
-  outcome: { _tag: "Answered", status } as Outcome,
-  responseTimeMs: 5,
-  responseText: text,
-  retryAfterSeconds
-})
 
 const cardOf = (message: ReturnType<typeof teamsMessageOf>) => message.attachments[0]!.content as any
 const textsOf = (card: any): Array<string> =>

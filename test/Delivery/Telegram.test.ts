@@ -1,8 +1,8 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, TestClock } from "effect"
-import { type Alert, alertOf } from "../../src/Delivery/Alert.js"
-import { channelEventOf, type IncidentFacts, type StoredMessage } from "../../src/Delivery/Channel.js"
+import type { Alert } from "../../src/Delivery/Alert.js"
+import { type IncidentFacts, type StoredMessage } from "../../src/Delivery/Channel.js"
 import type { Outcome } from "../../src/Delivery/RetrySchedule.js"
 import {
   packTelegramMessages,
@@ -11,44 +11,21 @@ import {
   telegramTextOf,
   telegramVerdict
 } from "../../src/Delivery/TelegramChannel.js"
-import { Webhooks } from "../../src/Delivery/Webhooks.js"
 import { call, createMonitor, TestServer } from "../support/fixture.js"
 import { raise } from "../Incidents/support.js"
 import { TELEGRAM_OK, telegramError, telegramHtmlProblems, telegramProblems, telegramReceiver } from "./telegramReceiver.js"
+import { alertFor, flush, incidentWith, PUBLIC_URL } from "./alertFixtures.js"
 
 // Telegram through a bot's sendMessage (docs/alerts.md#telegram): HTML within Telegram's rules and
 // its 4,096 characters, the answers the Bot API gives, about one message a second per chat, and
 // the bot token (in the url's path) never shown, logged in an answer or recorded.
 
-const PUBLIC_URL = "https://jobmon.example"
 const TOKEN = "123456789:AAEsecretBotTokenValue_0123456789"
-const flush = Effect.flatMap(Webhooks, (w) => w.flush)
 
-const incident: IncidentFacts = {
-  id: "0d6f1c2e-1111-4222-8333-444455556666",
-  type: "FAIL",
-  severity: "HIGH",
-  status: "OPEN",
-  monitorId: "9a8b7c6d-1111-4222-8333-444455556666",
-  monitorName: "nightly <backup> & co",
-  monitorTags: ["db"],
-  openedAt: "2026-01-31T03:00:00.000Z",
-  details: { exitCode: 2, durationMs: 5230, output: "starting\n<dump> & \"done\"\ndisk full", expectedDurationMs: 4100 }
-}
+const incident = incidentWith({ monitorName: "nightly <backup> & co", output: "starting\n<dump> & \"done\"\ndisk full" })
 
-const eventOf = (type: string, data: Record<string, unknown> = {}, facts: IncidentFacts = incident) =>
-  channelEventOf({
-    id: "e1",
-    seq: 1,
-    org_id: "o1",
-    type,
-    created_at: new Date("2026-01-31T03:00:01.000Z"),
-    data: { incident: { id: facts.id }, ...data },
-    monitor_ids: [facts.monitorId],
-    severity: facts.severity
-  } as never, facts)
 
-const alert = (type: string, data?: Record<string, unknown>, facts?: IncidentFacts): Alert => alertOf(eventOf(type, data, facts), PUBLIC_URL)!
+const alert = (type: string, data: Record<string, unknown> = {}, facts: IncidentFacts = incident): Alert => alertFor(type, data, facts)
 
 const answered = (status: number, body?: unknown, retryAfterSeconds?: number) => ({
   outcome: { _tag: "Answered", status } as Outcome,
