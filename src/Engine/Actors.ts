@@ -300,7 +300,35 @@ export const makeActors = (
       Effect.gen(function*() {
         for (const shard of ids) shards.add(shard)
         const monitorIds = yield* loader.monitorIdsOfShards(ids)
-        return monitorIds.length === 0 ? 0 : yield* startMonitors(monitorIds)
+        if (monitorIds.length === 0) return 0
+        const started = yield* startMonitors(monitorIds)
+        yield* catchUp(ids)
+        return started
+      })
+
+    /**
+     * Cluster mode: the runs of these shards' monitors that finished after the last ping their rows
+     * record, judged first (ahead of news queued since): a ping whose news came while the shard was
+     * between owners was heard by neither. News of the same runs arriving by NOTIFY is dropped as
+     * already heard.
+     */
+    const catchUp = (ids: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        const missed = yield* loader.missedByShards(ids)
+        let runs = 0
+        for (const [monitorId, events] of missed) {
+          const actor = actors.get(monitorId)
+          if (actor === undefined || actor.stopped) continue
+          const fresh = events.filter((e) => !alreadyHeard(actor, e))
+          if (fresh.length === 0) continue
+          runs += fresh.filter((e) => e._tag === "RunFinished").length
+          actor.mailbox.unshift(...fresh)
+          if (!actor.busy) {
+            actor.busy = true
+            Queue.unsafeOffer(ready, actor)
+          }
+        }
+        if (runs > 0) yield* Effect.logInfo(`judging ${runs} run(s) that finished while their shards were between owners`)
       })
 
     /** Cluster mode: these shards go to another instance; their actors stop first. Answers how many stopped. */
@@ -315,6 +343,8 @@ export const makeActors = (
         for (let waited = 0; waited < 5_000 && stopping.some((a) => a.busy); waited += 5) {
           yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
         }
+        // The monitors' rows record the last ping their actors heard: the next owner judges what came after.
+        yield* writer.flushNow
         return stopping.length
       })
 

@@ -202,6 +202,31 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
         order by coalesce(finished_at, started_at), id
         limit 100`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.runsSince"))
 
+    /**
+     * Cluster mode, when an instance acquires shards: the runs of their monitors that finished after
+     * the last ping each monitor's row records (news of them may have reached no owner while the
+     * shard moved), oldest first, at most 100 per monitor, without their output (the actor fetches a
+     * failed run's). `judged`: an incident already names the run as its cause (FAIL or ANOMALY: the
+     * previous owner judged it before its row was written). A run counts when it started at most a
+     * day before that last ping (the bound keeps the scan on the runs index).
+     */
+    const runsMissedByShards = (shards: ReadonlyArray<number>) =>
+      sql<RunSinceRow & { readonly monitor_id: string; readonly since: Date; readonly judged: boolean }>`
+        select m.id as monitor_id, s.since, r.id, r.status, r.started_at, r.finished_at, r.duration_ms, r.exit_code,
+               r.start_inferred, null::text as output,
+               exists (select 1 from incidents i where i.run_id = r.id and i.type in ('FAIL', 'ANOMALY')) as judged
+        from monitors m
+        cross join lateral (select coalesce(m.last_ping_at, m.created_at) as since) s
+        cross join lateral (
+          select r.id, r.status, r.started_at, r.finished_at, r.duration_ms, r.exit_code, r.start_inferred
+          from runs r
+          where r.monitor_id = m.id and r.started_at > s.since - interval '1 day' and r.finished_at > s.since
+          order by r.finished_at, r.id
+          limit 100
+        ) r
+        where m.deleted_at is null and ${sql.literal(shardOfSql("m.id"))} = any(${shards as Array<number>}::int[])
+        order by m.id, r.finished_at, r.id`.pipe(Effect.orDie, Effect.withSpan("EngineRepo.runsMissedByShards"))
+
     /** The output stored with a run (news of a failed run travels without it). */
     const runOutput = (runId: string) =>
       sql<{ output: string | null }>`select output from runs where id = ${runId}`.pipe(
@@ -383,6 +408,7 @@ export class EngineRepo extends Effect.Service<EngineRepo>()("jobmon/EngineRepo"
       writeHealthScores,
       monitorIdsOfShards,
       runsSince,
+      runsMissedByShards,
       runOutput
     } as const
   })

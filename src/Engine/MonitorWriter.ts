@@ -129,7 +129,7 @@ export class MonitorWriter extends Effect.Service<MonitorWriter>()("jobmon/Monit
       if (pending.size > 0) Queue.unsafeOffer(hurryUp, undefined)
     }
 
-    return { update, pinged, streak, settled, hurry } as const
+    return { update, pinged, streak, settled, hurry, flushNow: flush } as const
   }),
   dependencies: [EngineRepo.Default]
 }) {}

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { scheduleOf } from "../Monitors/StoredSchedule.js"
 import type { MonitorRow } from "../Monitors/MonitorsRepo.js"
 import { DurationHistory } from "./DurationHistory.js"
-import { type ActiveIncidentRow, EngineRepo, type EngineMonitorRow, type OpenRunRow } from "./EngineRepo.js"
+import { type ActiveIncidentRow, EngineRepo, type EngineMonitorRow, type OpenRunRow, type RunSinceRow } from "./EngineRepo.js"
 import { type ActiveIncident, DURATION_MEMORY, type EngineEvent, type MonitorConfig, type MonitorState, type OpenRunState } from "./Model.js"
 import { initialState } from "./Rules.js"
 
@@ -63,6 +63,36 @@ const groupBy = <Row extends { readonly monitor_id: string }, A>(rows: ReadonlyA
     else list.push(f(row))
   }
   return byMonitor
+}
+
+/** Runs as the events an actor would have had of them after `since` (a failed run's output is fetched when it is judged). */
+const eventsOf = (rows: ReadonlyArray<RunSinceRow>, since: number, withoutOutput = false): Array<EngineEvent> => {
+  const events: Array<EngineEvent> = []
+  for (const r of rows) {
+    const startedAt = r.started_at.getTime()
+    if (r.status === "RUNNING" || (r.finished_at !== null && startedAt > since && !r.start_inferred)) {
+      events.push({ _tag: "RunStarted", runId: r.id, at: startedAt })
+    }
+    if (r.status !== "RUNNING" && r.finished_at !== null) {
+      const finishedAt = r.finished_at.getTime()
+      events.push({
+        _tag: "RunFinished",
+        at: finishedAt,
+        run: {
+          id: r.id,
+          status: r.status,
+          startedAt,
+          finishedAt,
+          durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
+          exitCode: r.exit_code,
+          output: r.output,
+          startInferred: r.start_inferred
+        },
+        ...(withoutOutput && r.status === "FAIL" ? { outputStored: true } : {})
+      })
+    }
+  }
+  return events
 }
 
 const openRunOf = (r: OpenRunRow): OpenRunState => ({ id: r.id, startedAt: r.started_at.getTime(), lateReported: r.late })
@@ -157,36 +187,30 @@ export class StateLoader extends Effect.Service<StateLoader>()("jobmon/StateLoad
      * A monitor's runs that started or finished after `since`, as the events the actor would have
      * had (cluster mode: checked before MISSED or LATE is raised).
      */
-    const eventsSince = (monitorId: string, since: number) =>
-      Effect.map(repo.runsSince(monitorId, since), (rows) => {
-        const events: Array<EngineEvent> = []
-        for (const r of rows) {
-          const startedAt = r.started_at.getTime()
-          if (r.status === "RUNNING" || (r.finished_at !== null && startedAt > since && !r.start_inferred)) {
-            events.push({ _tag: "RunStarted", runId: r.id, at: startedAt })
-          }
-          if (r.status !== "RUNNING" && r.finished_at !== null) {
-            const finishedAt = r.finished_at.getTime()
-            events.push({
-              _tag: "RunFinished",
-              at: finishedAt,
-              run: {
-                id: r.id,
-                status: r.status,
-                startedAt,
-                finishedAt,
-                durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
-                exitCode: r.exit_code,
-                output: r.output,
-                startInferred: r.start_inferred
-              }
-            })
-          }
+    const eventsSince = (monitorId: string, since: number) => Effect.map(repo.runsSince(monitorId, since), (rows) => eventsOf(rows, since))
+
+    /**
+     * Cluster mode, when shards are acquired: per monitor, the events of its runs that finished
+     * after the last ping its row records (docs/engine.md, "Several instances"). A run an incident
+     * already names as its cause is left out: the previous owner judged it.
+     */
+    const missedByShards = (shards: ReadonlyArray<number>) =>
+      Effect.map(repo.runsMissedByShards(shards).pipe(repo.withoutStatementTimeout, Effect.orDie), (rows) => {
+        const byMonitor = new Map<string, Array<EngineEvent>>()
+        let i = 0
+        while (i < rows.length) {
+          const monitorId = rows[i]!.monitor_id
+          const since = rows[i]!.since.getTime()
+          let j = i
+          while (j < rows.length && rows[j]!.monitor_id === monitorId) j++
+          const events = eventsOf(rows.slice(i, j).filter((r) => !r.judged), since, true)
+          if (events.length > 0) byMonitor.set(monitorId, events)
+          i = j
         }
-        return events
+        return byMonitor
       })
 
-    return { loadMonitors, loadDurations, monitorIdsOfShards, eventsSince, runOutput: repo.runOutput } as const
+    return { loadMonitors, loadDurations, monitorIdsOfShards, eventsSince, missedByShards, runOutput: repo.runOutput } as const
   }),
   dependencies: [EngineRepo.Default]
 }) {}

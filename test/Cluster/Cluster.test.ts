@@ -207,8 +207,16 @@ describe("three instances", () => {
     }
     expect(silent.filter(ownedByVictim).length).toBeGreaterThanOrEqual(4)
     expect(await ownerOf(nodes, silent.find(ownedByVictim)!.id)).toBe(victim)
+    // an hourly job of the victim's, which reports a failure while its shard is between owners
+    let failing: Monitor | undefined
+    for (let i = 0; failing === undefined && i < 200; i++) {
+      const m = await createMonitor(a, `hourly ${i}`, "1h", 60)
+      if (ownedByVictim(m)) failing = m
+    }
     const killedAt = Date.now()
     await stop(victim, "SIGKILL")
+    const failed = await api(a, "POST", `/api/ping/${failing!.id}/fail`, { exitCode: 3, output: "disk full while nobody judged" })
+    expect(failed.status).toBe(200)
     // the survivors take the victim's shards
     const survivors = nodes.filter((n) => n !== victim)
     await balanced(survivors, 20_000)
@@ -228,6 +236,12 @@ describe("three instances", () => {
     const opened = await eventCount(db.url, "incident.opened", silent.map((m) => m.id))
     expect([...opened.values()].every((n) => n === 1)).toBe(true)
     expect(opened.size).toBe(silent.length)
+    // the failure reported in the gap opens its incident once the new owner has the shard
+    const fail = incidents.filter((i) => i.monitorId === failing!.id)
+    expect(fail.map((i) => i.type)).toEqual(["FAIL"])
+    const detail = await api(a, "GET", `/api/incidents/${fail[0]!.id}`)
+    expect(JSON.stringify(detail.body)).toContain("disk full while nobody judged")
+    expect((await eventCount(db.url, "incident.opened", [failing!.id])).get(failing!.id)).toBe(1)
     // the same instance again takes its share, counted from when it answers (its start-up aside)
     nodes[2] = await restart(victim)
     const upAt = Date.now()
