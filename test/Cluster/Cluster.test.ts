@@ -278,12 +278,29 @@ describe("three instances", () => {
 })
 
 describe("an instance that loses its database", () => {
-  it("stops judging; the others take its shards and raise its monitors' MISSED on time; it rejoins when the database is back", async () => {
+  it("pairs a success with a start whose news came late; cut off, it stops judging, the others take its shards and raise its monitors' MISSED on time; it rejoins when the database is back", async () => {
     const proxy = await databaseProxy(db.url)
     const cut = await launch("D", proxy.url)
     try {
       const four = [...nodes, cut]
       await balanced(four, 30_000)
+      // First, news that comes late: D hears of a start taken by A only after a success without
+      // runId reached D. D pairs it once it has caught up with everything committed before it
+      // (docs/engine.md, "Several instances"), instead of opening a second run.
+      const paired = await createMonitor(nodes[0]!, "paired through late news", "1h", 60)
+      const warm = await api<{ runId: string }>(cut, "POST", `/api/ping/${paired.id}/success`, {})
+      expect(warm.status).toBe(200)
+      proxy.hold()
+      const started = await api<{ runId: string }>(nodes[0]!, "POST", `/api/ping/${paired.id}/start`, {})
+      expect(started.status).toBe(200)
+      const finishing = api<{ runId: string }>(cut, "POST", `/api/ping/${paired.id}/success`, {})
+      await sleep(300)
+      proxy.release()
+      const finished = await finishing
+      expect(finished.status).toBe(200)
+      expect(finished.body.runId).toBe(started.body.runId)
+      const pairedRuns = await api<{ runs: Array<{ id: string; status: string }> }>(nodes[1]!, "GET", `/api/monitors/${paired.id}/runs?limit=10`)
+      expect(pairedRuns.body.runs.map((r) => r.status)).toEqual(["SUCCESS", "SUCCESS"])
       const held = new Set((await clusterOf(cut)).instance.shards)
       const silent: Array<Monitor> = []
       for (let i = 0; silent.filter((m) => held.has(shardOf(m.id))).length < 3 && i < 200; i++) {

@@ -280,12 +280,15 @@ export const eventCount = async (databaseUrl: string, type: string, monitorIds: 
 
 /**
  * A TCP proxy to PostgreSQL that the test can cut (every connection closed, new ones refused) and
- * restore: an instance that loses its database while the others keep theirs.
+ * restore: an instance that loses its database while the others keep theirs; or hold (what
+ * PostgreSQL sends the instance waits) and release: an instance whose news comes late.
  */
 export const databaseProxy = async (databaseUrl: string) => {
   const target = new URL(databaseUrl)
   const sockets = new Set<net.Socket>()
   let open = true
+  // While held, PostgreSQL's answers and notifications to the instance wait here, in order.
+  let held: Array<{ client: net.Socket; data: Buffer }> | undefined
   const server = net.createServer((client) => {
     if (!open) return void client.destroy()
     const upstream = net.connect(Number(target.port || 5432), target.hostname)
@@ -300,7 +303,10 @@ export const databaseProxy = async (databaseUrl: string) => {
     client.on("error", close).on("close", close)
     upstream.on("error", close).on("close", close)
     client.pipe(upstream)
-    upstream.pipe(client)
+    upstream.on("data", (data: Buffer) => {
+      if (held !== undefined) held.push({ client, data })
+      else client.write(data)
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
   const port = (server.address() as net.AddressInfo).port
@@ -316,6 +322,15 @@ export const databaseProxy = async (databaseUrl: string) => {
     },
     restore: () => {
       open = true
+    },
+    /** Holds back what PostgreSQL sends the instance (answers, notifications) until `release`. */
+    hold: () => {
+      held ??= []
+    },
+    release: () => {
+      const waiting = held ?? []
+      held = undefined
+      for (const { client, data } of waiting) if (!client.destroyed) client.write(data)
     },
     close: () => new Promise<void>((resolve) => {
       open = false
