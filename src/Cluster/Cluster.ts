@@ -109,6 +109,9 @@ export class ClusterRunner extends Context.Tag("jobmon/ClusterRunner")<
  * Cluster mode's layers: the runner (sharding over PostgreSQL, a TCP server on CLUSTER_PORT),
  * `Background` as singletons, and the view of this instance. Needs the SqlClient and the config.
  */
+/** A pg_advisory_lock key: one instance at a time creates @effect/cluster's tables (src/Events/EventsRepo.ts lists the others). */
+const CLUSTER_TABLES_LOCK = 7_316_402_124
+
 export const ClusterRunnerLive = Layer.unwrapEffect(Effect.gen(function*() {
   const config = yield* AppConfig
   const port = Option.getOrUndefined(config.clusterPort)
@@ -154,6 +157,19 @@ export const ClusterRunnerLive = Layer.unwrapEffect(Effect.gen(function*() {
     entityMessagePollInterval: Duration.millis(config.clusterLockRefreshMs),
     entityMaxIdleTime: Duration.infinity
   })
+  // @effect/cluster creates its tables when its storage is built; instances starting together on a
+  // new database would race to create them (CREATE TABLE IF NOT EXISTS is not safe concurrently).
+  // One builds the storage once under an advisory lock while the others wait; then they all start.
+  yield* Effect.scoped(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const conn = yield* sql.reserve
+    yield* conn.executeRaw("select pg_advisory_lock($1)", [CLUSTER_TABLES_LOCK])
+    yield* Effect.addFinalizer(() => Effect.ignore(conn.executeRaw("select pg_advisory_unlock($1)", [CLUSTER_TABLES_LOCK])))
+    yield* Effect.scoped(Layer.build(Layer.merge(SqlMessageStorage.layer, SqlRunnerStorage.layer).pipe(
+      Layer.provide(shardingConfig),
+      Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map())))
+    )))
+  })).pipe(Effect.orDie)
   const sharding = SocketRunner.layer.pipe(
     Layer.provide([NodeClusterSocket.layerSocketServer, NodeClusterSocket.layerClientProtocol]),
     Layer.provide(health),
@@ -197,36 +213,57 @@ export const ClusterKeepersLive = Layer.unwrapScoped(Effect.gen(function*() {
   let changedAt: number | undefined
   const log = yield* shardLog(() => running.size)
 
-  const keepers = Keeper.toLayer(
-    Effect.gen(function*() {
-      const engine = yield* Engine
-      const sql = yield* SqlClient.SqlClient
-      const entity = yield* Entity.CurrentAddress
-      const shard = entity.shardId.id
+  const engine = yield* Engine
+  const sql = yield* SqlClient.SqlClient
+  const owns = (shard: number) => shardingService.hasShardId(ShardId.make("default", shard))
+  // One start or stop of a shard's actors at a time, per shard.
+  const locks = new Map<number, Effect.Semaphore>()
+  for (let shard = 1; shard <= SHARDS; shard++) locks.set(shard, yield* Effect.makeSemaphore(1))
+  const serially = (shard: number) => locks.get(shard)!.withPermits(1)
+
+  /** Starts the shard's actors, unless they run already or the shard is no longer this instance's. */
+  const startShard = (shard: number) =>
+    serially(shard)(Effect.gen(function*() {
+      if (running.has(shard) || !owns(shard)) return
       const started = yield* Clock.currentTimeMillis
       const count = yield* engine.startShards([shard])
       running.add(shard)
       changedAt = yield* Clock.currentTimeMillis
       log.acquired(shard, count, changedAt - started)
-      yield* record(sql, address, running)
-      yield* Effect.addFinalizer(() =>
-        Effect.gen(function*() {
-          const stopped = yield* engine.stopShards([shard])
-          running.delete(shard)
-          changedAt = yield* Clock.currentTimeMillis
-          log.released(shard, stopped)
-          yield* record(sql, address, running).pipe(Effect.timeout("1 second"), Effect.ignore)
-        })
-      )
-      return { Wake: () => Effect.void }
+      yield* record(sql, address, running).pipe(Effect.ignore)
+    }))
+
+  /** Stops the shard's actors (when they run). */
+  const stopShard = (shard: number) =>
+    serially(shard)(Effect.gen(function*() {
+      if (!running.has(shard)) return
+      const stopped = yield* engine.stopShards([shard])
+      running.delete(shard)
+      changedAt = yield* Clock.currentTimeMillis
+      log.released(shard, stopped)
+      yield* record(sql, address, running).pipe(Effect.timeout("1 second"), Effect.ignore)
+    }))
+
+  // A keeper entity per shard: built when this instance acquires the shard, closed before the
+  // shard's lock is released. Its Wake (sent every KEEPER_WAKE while the shard is held and its
+  // actors do not run) starts the actors: a keeper whose build raced with a loss of the shard
+  // (the cluster's lock storage found unhealthy closes shards, but not an entity still being built)
+  // is stopped by the watch below and started again by its next Wake.
+  const keepers = Keeper.toLayer(
+    Effect.gen(function*() {
+      const entity = yield* Entity.CurrentAddress
+      const shard = entity.shardId.id
+      yield* startShard(shard)
+      yield* Effect.addFinalizer(() => stopShard(shard))
+      return { Wake: () => startShard(shard) }
     }),
     { maxIdleTime: Duration.infinity }
   )
 
   const wake = Layer.scopedDiscard(Effect.gen(function*() {
     const sharding = yield* Sharding.Sharding
-    const sql = yield* SqlClient.SqlClient
     const makeClient = yield* Keeper.client
+    const runtime = yield* Effect.runtime<never>()
     // One entity id per shard: the first of "shard-<k>-<i>" that the cluster hashes to shard k.
     const keeperIds = new Map<number, string>()
     for (let i = 0; keeperIds.size < SHARDS && i < 1_000_000; i++) {
@@ -236,6 +273,9 @@ export const ClusterKeepersLive = Layer.unwrapScoped(Effect.gen(function*() {
     }
     const waking = new Set<number>()
     const tick = Effect.suspend(() => {
+      // Actors of a shard this instance no longer holds stop at once, whatever became of its keeper.
+      const lost = [...running].filter((shard) => !owns(shard))
+      if (lost.length > 0) Runtime.runFork(runtime)(Effect.forEach(lost, stopShard, { discard: true, concurrency: "unbounded" }))
       const wakes: Array<Effect.Effect<void>> = []
       for (let shard = 1; shard <= SHARDS; shard++) {
         if (running.has(shard) || waking.has(shard)) continue
@@ -254,7 +294,6 @@ export const ClusterKeepersLive = Layer.unwrapScoped(Effect.gen(function*() {
       return wakes.length === 0 ? Effect.void : Effect.asVoid(Effect.forkDaemon(Effect.all(wakes, { concurrency: "unbounded", discard: true })))
     })
     // News missed while the LISTEN connection was down: the actors of the shards held are rebuilt from the database.
-    const engine = yield* Engine
     const news = yield* News
     yield* news.onResync(Effect.suspend(() => {
       const held = [...running]

@@ -36,7 +36,8 @@ export interface EventQuery {
  * so `seq` values become visible in the order they were drawn (no gap a reader could skip past).
  * Other keys in use: 7_316_402_113 (migrator), 7_316_402_114 (bootstrap), 7_316_402_115 (storage
  * policies), 7_316_402_122 (the rollup sweep, src/Stats/StatsRepo.ts), 7_316_402_123 (maintenance
- * writes, src/Maintenance/MaintenanceRepo.ts), 7_316_402_131 (the continuous aggregate refresh,
+ * writes, src/Maintenance/MaintenanceRepo.ts), 7_316_402_124 (creating @effect/cluster's tables,
+ * src/Cluster/Cluster.ts), 7_316_402_131 (the continuous aggregate refresh,
  * src/Stats/StatsRepo.ts).
  */
 export const EVENTS_LOCK_KEY = 7_316_402_120
