@@ -113,6 +113,10 @@ export class News extends Effect.Service<News>()("jobmon/News", {
     const runtime = yield* Effect.runtime<never>()
     const origin = crypto.randomUUID()
     const clustered = shards.clustered
+    // Catch-up markers go to a channel only this instance listens on: the others never receive
+    // them. PostgreSQL delivers every channel's notifications in one commit order, so a marker still
+    // comes back after all news committed before it.
+    const markerChannel = `${NEWS_CHANNEL}_m${origin.replaceAll("-", "")}`
 
     const pingListeners: Array<(runs: ReadonlyArray<NewsRun>) => void> = []
     const changeListeners: Array<(change: Change) => void> = []
@@ -187,7 +191,7 @@ export class News extends Effect.Service<News>()("jobmon/News", {
       // server) for a moment only (docs/performance.md, "Several instances"). Our own text only: no
       // parameters, so the four statements go in one round trip.
       const marker = `Y${origin}:${inFlight.seq}`
-      client.query(`begin; set local synchronous_commit to off; select pg_notify('${NEWS_CHANNEL}', '${marker}'); commit`).catch(() => {
+      client.query(`begin; set local synchronous_commit to off; select pg_notify('${markerChannel}', '${marker}'); commit`).catch(() => {
         // the connection is going: the reconnect answers the waiters
       })
     }
@@ -223,10 +227,10 @@ export class News extends Effect.Service<News>()("jobmon/News", {
       c.on("error", fail)
       c.on("end", () => fail(new Error("the news LISTEN connection closed")))
       c.on("notification", (n) => {
-        if (n.channel === NEWS_CHANNEL && n.payload !== undefined) deliver(n.payload)
+        if ((n.channel === NEWS_CHANNEL || n.channel === markerChannel) && n.payload !== undefined) deliver(n.payload)
       })
       c.connect()
-        .then(() => c.query(`LISTEN ${NEWS_CHANNEL}`))
+        .then(() => c.query(`LISTEN ${NEWS_CHANNEL}; LISTEN ${markerChannel}`))
         .then(() => {
           client = c
           listening = true

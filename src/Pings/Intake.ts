@@ -92,6 +92,24 @@ interface MonitorPingState {
   refilledAt: number
   /** The monitor's pairing context, made once (not an object and two closures per ping). */
   pairing: PairingContext | undefined
+  /**
+   * Cluster mode: what this instance has seen of the monitor's runs since it started: a run with a
+   * start (`startSeen`), or only runs without one (`successOnly`: finished runs with an inferred
+   * start and never a start). A success without runId of a monitor seen to report without starts
+   * needs no catch-up: there is no start to pair it with (docs/engine.md, "Several instances").
+   */
+  startSeen: boolean
+  successOnly: boolean
+}
+
+/** Cluster mode: what a run tells of how its monitor reports (see MonitorPingState). */
+const learnFrom = (state: MonitorPingState, status: string, startInferred: boolean) => {
+  if (status === "RUNNING" || !startInferred) {
+    state.startSeen = true
+    state.successOnly = false
+  } else if (!state.startSeen) {
+    state.successOnly = true
+  }
 }
 
 const FINISHED_MEMORY = 64
@@ -146,7 +164,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const stateOf = (monitorId: string, now: number): MonitorPingState => {
       let state = states.get(monitorId)
       if (state === undefined) {
-        state = { openRuns: [], finished: [], tokens: config.pingBurst, refilledAt: now, pairing: undefined }
+        state = { openRuns: [], finished: [], tokens: config.pingBurst, refilledAt: now, pairing: undefined, startSeen: false, successOnly: false }
         states.set(monitorId, state)
       }
       return state
@@ -162,7 +180,12 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
         runs.push({ id: run.id, startedAt: run.started_at.getTime() })
       }
       for (const [id, state] of states) if (!byMonitor.has(id)) state.openRuns = []
-      for (const [id, runs] of byMonitor) stateOf(id, now0).openRuns = runs
+      for (const [id, runs] of byMonitor) {
+        const state = stateOf(id, now0)
+        state.openRuns = runs
+        state.startSeen = true
+        state.successOnly = false
+      }
     })
     yield* loadOpenRuns
 
@@ -173,6 +196,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       const now = clock.unsafeCurrentTimeMillis()
       for (const r of runs) {
         const state = stateOf(r.monitorId, now)
+        learnFrom(state, r.status, r.startInferred)
         if (r.status === "RUNNING") {
           if (!state.openRuns.some((o) => o.id === r.id) && !state.finished.includes(r.id)) {
             state.openRuns = [...state.openRuns, { id: r.id, startedAt: r.startedAt }]
@@ -219,7 +243,9 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
      */
     const needsCatchUp = (kind: PingKind, state: MonitorPingState, runId: string | undefined): boolean =>
       news.clustered && kind !== "start" &&
-      (runId === undefined ? state.openRuns.length === 0 : !state.openRuns.some((r) => r.id === runId) && !state.finished.includes(runId))
+      (runId === undefined
+        ? state.openRuns.length === 0 && !state.successOnly
+        : !state.openRuns.some((r) => r.id === runId) && !state.finished.includes(runId))
 
     const run = <A>(effect: Effect.Effect<A>, callback: (a: A | undefined) => void) =>
       Runtime.runCallback(runtime)(effect, {
@@ -328,6 +354,7 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       }
       const row = result.row
       state.openRuns = result.openRuns
+      if (news.clustered) learnFrom(state, row.status, row.startInferred)
       if (row.status !== "RUNNING") {
         state.finished.push(row.id)
         if (state.finished.length > FINISHED_MEMORY) state.finished.shift()

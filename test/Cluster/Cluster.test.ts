@@ -288,8 +288,10 @@ describe("an instance that loses its database", () => {
       // runId reached D. D pairs it once it has caught up with everything committed before it
       // (docs/engine.md, "Several instances"), instead of opening a second run.
       const paired = await createMonitor(nodes[0]!, "paired through late news", "1h", 60)
+      // (a run with a start first: D has seen that this job reports its starts)
+      const warmStart = await api<{ runId: string }>(cut, "POST", `/api/ping/${paired.id}/start`, {})
       const warm = await api<{ runId: string }>(cut, "POST", `/api/ping/${paired.id}/success`, {})
-      expect(warm.status).toBe(200)
+      expect(warm.body.runId).toBe(warmStart.body.runId)
       proxy.hold()
       const started = await api<{ runId: string }>(nodes[0]!, "POST", `/api/ping/${paired.id}/start`, {})
       expect(started.status).toBe(200)
