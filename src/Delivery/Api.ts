@@ -226,14 +226,23 @@ export type AlertChannelType = (typeof AlertChannelTypes)[number]
 
 const IncidentTypes = Schema.Literal("MISSED", "FAIL", "LATE", "ANOMALY")
 const Severities = Schema.Literal("HIGH", "MEDIUM", "LOW")
-const AlertEvents = Schema.Literal("incident.opened", "incident.acknowledged", "incident.resolved")
+/** The events a channel's `rules.events` may select: incident events and maintenance notices (docs/alerts.md#routing-rules). */
+export const AlertEventKinds = [
+  "incident.opened",
+  "incident.acknowledged",
+  "incident.resolved",
+  "maintenance.upcoming",
+  "maintenance.started",
+  "maintenance.ended"
+] as const
+const AlertEvents = Schema.Literal(...AlertEventKinds)
 
 const AlertRules = Schema.Struct({
   monitorIds: Schema.Array(Schema.String).annotations({ description: "empty: every monitor" }),
   tags: Schema.Array(Schema.String).annotations({ description: "the monitor carries one of them; empty: every monitor" }),
   types: Schema.Array(IncidentTypes).annotations({ description: "empty: every incident type" }),
   severity: Schema.Array(Severities).annotations({ description: "empty: every severity" }),
-  events: Schema.Array(AlertEvents).annotations({ description: "empty: all three" })
+  events: Schema.Array(AlertEvents).annotations({ description: "empty: every one (incident events and maintenance notices)" })
 })
 
 const ChannelTag = StoredString.pipe(Schema.minLength(1), Schema.maxLength(64))
