@@ -4,10 +4,11 @@ import { SMTPServer } from "smtp-server"
 
 /**
  * A real SMTP server on 127.0.0.1 (smtp-server), for tests whose service sends email: it takes
- * every mail, parses it back (mailparser) and keeps it with the real time it arrived. Started
+ * every mail, parses it back (mailparser) and keeps it with the time it arrived (`now`: real time
+ * unless the test gives the Clock it drives). Started
  * before the test server's layer, whose SMTP_URL is `url`.
  */
-export const startSmtp = async () => {
+export const startSmtp = async (now: () => number = Date.now) => {
   const mails: Array<{ readonly at: number; readonly mail: ParsedMail }> = []
   const server = new SMTPServer({
     logger: false,
@@ -15,7 +16,7 @@ export const startSmtp = async () => {
     disabledCommands: ["STARTTLS"],
     onData: (stream, _session, callback) => {
       simpleParser(stream).then((mail) => {
-        mails.push({ at: Date.now(), mail })
+        mails.push({ at: now(), mail })
         callback()
       }, callback)
     }
