@@ -1,8 +1,9 @@
 import { afterAll, expect, layer } from "@effect/vitest"
-import { Effect, Option, Redacted, TestClock } from "effect"
+import { Clock, Effect, Option, Redacted, TestClock } from "effect"
 import { Events } from "../../src/Events/Events.js"
 import { call, createMonitor, TestServer } from "../support/fixture.js"
 import { defaultOrg } from "../Incidents/support.js"
+import { createWindow, settle } from "../Maintenance/support.js"
 import { ntfyReceiver } from "./ntfyReceiver.js"
 import { opsgenieReceiver, pagerDutyReceiver } from "./onCallReceivers.js"
 import { flush, PUBLIC_URL } from "./alertFixtures.js"
@@ -11,7 +12,7 @@ import { startSmtp } from "./smtpReceiver.js"
 import { teamsReceiver } from "./teamsReceiver.js"
 import { telegramReceiver } from "./telegramReceiver.js"
 
-// Maintenance notices (maintenance.started, .ended; docs/alerts.md#maintenance-notices) reach the
+// Maintenance notices (maintenance.upcoming, .started, .ended; docs/alerts.md#maintenance-notices) reach the
 // alert channels whose rules take the window's monitors (monitorIds, tags) and the notice (events),
 // each in its provider's documented format, checked by the local receivers.
 
@@ -148,5 +149,50 @@ layer(
       expect(subjects).toEqual(["[jobmon] Maintenance started: db upgrade", "[jobmon] Maintenance ended: db upgrade"])
       expect(smtp.mails[1]!.mail.text).toContain("Ended:")
       expect(smtp.mails[1]!.mail.text).toContain("(as planned)")
+    })))
+
+  it.effect("a window made through the API: its upcoming, started and ended notices reach the channel of its monitors' tag, in order", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const monitor = yield* createMonitor({ name: "orders db", tags: ["orders"] })
+      yield* createMonitor({ name: "cdn purge", tags: ["cdn"] })
+      const slack = yield* slackReceiver([200])
+      const quiet = yield* slackReceiver([200])
+      yield* channel({ type: "slack", config: { url: slack.url }, rules: { tags: ["orders"] } })
+      yield* channel({ type: "slack", config: { url: quiet.url }, rules: { tags: ["cdn"] } })
+      const t0 = yield* Clock.currentTimeMillis
+      const MIN = 60_000
+      yield* createWindow({
+        name: "orders failover",
+        monitorIds: [monitor.id],
+        start: new Date(t0 + 10 * MIN).toISOString(),
+        end: new Date(t0 + 40 * MIN).toISOString(),
+        reason: "switch to the replica",
+        notifications: { beforeStart: 300, onStart: true, onEnd: true, channels: [] }
+      })
+      // Let the scheduler record each notice, then the delivery worker send it (one a second at most).
+      const step = (minutes: number) =>
+        Effect.gen(function*() {
+          yield* TestClock.adjust(`${minutes} minutes`)
+          yield* settle
+          for (let i = 0; i < 3; i++) {
+            yield* flush
+            yield* TestClock.adjust("1 second")
+          }
+        })
+      yield* step(5)
+      expect(slack.received.map((r) => r.body.text)).toEqual(["Maintenance upcoming: orders failover"])
+      yield* step(5)
+      yield* step(30)
+      expect(slack.refused).toEqual([])
+      expect(slack.received.map((r) => r.body.text)).toEqual([
+        "Maintenance upcoming: orders failover",
+        "Maintenance started: orders failover",
+        "Maintenance ended: orders failover"
+      ])
+      const ended = JSON.stringify(slack.received[2]!.body.blocks)
+      expect(ended).toContain("*Monitors*\\norders db")
+      expect(ended).toContain("(as planned)")
+      expect(ended).toContain("switch to the replica")
+      expect(quiet.received).toHaveLength(0)
     })))
 })
