@@ -309,7 +309,7 @@ export class AlertChannelsApi extends HttpApiGroup.make("channels")
       .addSuccess(AlertChannel, { status: 201 })
       .addError(ValidationError)
       .addError(Conflict)
-      .annotate(OpenApi.Summary, "Add an alert channel (email, slack, teams, ntfy; discord ones are made at /api/alerts/chat/webhooks); 409 over the organization's quota")
+      .annotate(OpenApi.Summary, "Add an alert channel (email, slack, teams, pagerduty, opsgenie, telegram, ntfy; discord ones are made at /api/alerts/chat/webhooks); 409 over the organization's quota")
   )
   .add(
     HttpApiEndpoint.get("list", "/api/alerts/channels")

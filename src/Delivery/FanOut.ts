@@ -19,6 +19,8 @@ import { Reminders } from "./Reminders.js"
  * Alert channels (the channels resource) are routed here, by their rules (AlertRules.ts), before
  * their channel makes its message; an incident.opened alert to a channel with reminders schedules
  * them, and an acknowledgement or resolution ends them (Reminders.ts), in the same transaction.
+ * Maintenance notices reach alert channels by the window's monitors (read once per notice: ids,
+ * names, tags), which their rules judge (docs/alerts.md#maintenance-notices).
  */
 
 const FANOUT_BATCH = 1000
