@@ -8,7 +8,16 @@ import { formatDuration } from "./ChatMessage.js"
  * …), so channels agree on what they say and each module only decides how. Pure.
  */
 
-export type AlertKind = "opened" | "acknowledged" | "resolved" | "reminder" | "test"
+export type AlertKind = "opened" | "acknowledged" | "resolved" | "reminder" | "maintenance" | "test"
+
+/** A maintenance notice's window and period (what a channel keys it by: Opsgenie's alias). */
+export interface MaintenanceFacts {
+  readonly notice: "upcoming" | "started" | "ended"
+  readonly windowId: string
+  readonly windowName: string
+  /** The period's start, ISO 8601. */
+  readonly startsAt: string
+}
 
 export interface AlertFact {
   readonly label: string
@@ -34,13 +43,26 @@ export interface Alert {
   /** Links to the dashboard (PUBLIC_URL); undefined for a test. */
   readonly incidentUrl: string | undefined
   readonly monitorUrl: string | undefined
-  /** For a test: what the message says instead of facts. */
+  /** For a test or a maintenance notice: what the message says besides its facts. */
   readonly text: string | undefined
+  /** A maintenance notice's window (kind `maintenance`); undefined otherwise. */
+  readonly maintenance?: MaintenanceFacts | undefined
+  /** A maintenance notice: the dashboard's maintenance page (PUBLIC_URL/maintenance). */
+  readonly maintenanceUrl?: string | undefined
 }
+
+/** The links an alert's message offers, as (label, url) pairs; urls undefined are left out by each channel. */
+export const linksOf = (alert: Alert): ReadonlyArray<readonly [string, string | undefined]> =>
+  alert.kind === "maintenance"
+    ? [["View maintenance", alert.maintenanceUrl]]
+    : [["View incident", alert.incidentUrl], ["View monitor", alert.monitorUrl]]
 
 /** The incident events an alert channel can take (its `rules.events`). */
 export const ALERT_EVENTS = ["incident.opened", "incident.acknowledged", "incident.resolved"] as const
 export type AlertEvent = (typeof ALERT_EVENTS)[number]
+
+/** Maintenance notices an alert channel can take (its `rules.events`), routed by the window's monitors. */
+export const MAINTENANCE_EVENTS = ["maintenance.upcoming", "maintenance.started", "maintenance.ended"] as const
 
 /** A reminder (src/Delivery/Reminders.ts): not a row of `events`, made for one channel when due. */
 export const REMINDER_EVENT = "incident.reminder"
@@ -78,6 +100,7 @@ export const lasted = (mttrSeconds: number | undefined): string => formatDuratio
  * undefined for any other event or when its incident is gone. Dashboard links start at `publicUrl`.
  */
 export const alertOf = (event: ChannelEvent, publicUrl: string): Alert | undefined => {
+  if ((MAINTENANCE_EVENTS as ReadonlyArray<string>).includes(event.event)) return maintenanceAlertOf(event, publicUrl)
   const incident = event.incident
   if (incident === undefined) return undefined
   const d = incident.details
@@ -175,6 +198,58 @@ export const alertOf = (event: ChannelEvent, publicUrl: string): Alert | undefin
     }
     default:
       return undefined
+  }
+}
+
+const NOTICE_TITLE = { upcoming: "Maintenance upcoming", started: "Maintenance started", ended: "Maintenance ended" } as const
+const NOTICE_TEXT = {
+  upcoming: "Alerts for these monitors will be suppressed while it lasts.",
+  started: "Alerts for these monitors are suppressed until it ends.",
+  ended: "Alerts for these monitors are on again."
+} as const
+const END_REASON: Record<string, string> = { completed: "as planned", deleted: "the window was deleted", updated: "the window was changed" }
+
+/** The most monitor names a maintenance notice lists (then "and N more"). */
+const NOTICE_MONITORS = 20
+
+/**
+ * A maintenance notice (maintenance.upcoming, .started, .ended; the `data` of
+ * src/Maintenance/Payloads.ts) for an alert channel, or undefined when the fan-out gave it no
+ * monitors (it routes these to alert channels only). Pure.
+ */
+export const maintenanceAlertOf = (event: ChannelEvent, publicUrl: string): Alert | undefined => {
+  if (event.monitors === undefined) return undefined
+  const notice = event.event.slice("maintenance.".length) as MaintenanceFacts["notice"]
+  const windowName = stringField(event.data, "window", "name") ?? DASH
+  const startsAt = stringField(event.data, "startsAt") ?? DASH
+  const names = event.monitors.map((m) => m.name)
+  const monitorList = names.length <= NOTICE_MONITORS
+    ? names.join(", ")
+    : `${names.slice(0, NOTICE_MONITORS).join(", ")} and ${names.length - NOTICE_MONITORS} more`
+  const endedAt = stringField(event.data, "endedAt")
+  const endReason = stringField(event.data, "endReason")
+  const title = `${NOTICE_TITLE[notice]}: ${windowName}`
+  return {
+    kind: "maintenance",
+    title,
+    summary: title,
+    incident: undefined,
+    at: event.createdAt,
+    facts: [
+      { label: "Window", value: windowName },
+      { label: "Monitors", value: monitorList || DASH },
+      { label: "Starts", value: startsAt },
+      { label: "Ends", value: stringField(event.data, "endsAt") ?? DASH },
+      ...(notice === "ended" && endedAt !== undefined ? [{ label: "Ended", value: `${endedAt} (${END_REASON[endReason ?? ""] ?? endReason ?? DASH})` }] : []),
+      { label: "Reason", value: stringField(event.data, "window", "reason") ?? DASH }
+    ],
+    output: undefined,
+    note: null,
+    incidentUrl: undefined,
+    monitorUrl: undefined,
+    text: NOTICE_TEXT[notice],
+    maintenance: { notice, windowId: stringField(event.data, "window", "id") ?? "", windowName, startsAt },
+    maintenanceUrl: `${publicUrl}/maintenance`
   }
 }
 

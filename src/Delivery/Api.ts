@@ -226,14 +226,23 @@ export type AlertChannelType = (typeof AlertChannelTypes)[number]
 
 const IncidentTypes = Schema.Literal("MISSED", "FAIL", "LATE", "ANOMALY")
 const Severities = Schema.Literal("HIGH", "MEDIUM", "LOW")
-const AlertEvents = Schema.Literal("incident.opened", "incident.acknowledged", "incident.resolved")
+/** The events a channel's `rules.events` may select: incident events and maintenance notices (docs/alerts.md#routing-rules). */
+export const AlertEventKinds = [
+  "incident.opened",
+  "incident.acknowledged",
+  "incident.resolved",
+  "maintenance.upcoming",
+  "maintenance.started",
+  "maintenance.ended"
+] as const
+const AlertEvents = Schema.Literal(...AlertEventKinds)
 
 const AlertRules = Schema.Struct({
   monitorIds: Schema.Array(Schema.String).annotations({ description: "empty: every monitor" }),
   tags: Schema.Array(Schema.String).annotations({ description: "the monitor carries one of them; empty: every monitor" }),
   types: Schema.Array(IncidentTypes).annotations({ description: "empty: every incident type" }),
   severity: Schema.Array(Severities).annotations({ description: "empty: every severity" }),
-  events: Schema.Array(AlertEvents).annotations({ description: "empty: all three" })
+  events: Schema.Array(AlertEvents).annotations({ description: "empty: every one (incident events and maintenance notices)" })
 })
 
 const ChannelTag = StoredString.pipe(Schema.minLength(1), Schema.maxLength(64))
@@ -300,7 +309,7 @@ export class AlertChannelsApi extends HttpApiGroup.make("channels")
       .addSuccess(AlertChannel, { status: 201 })
       .addError(ValidationError)
       .addError(Conflict)
-      .annotate(OpenApi.Summary, "Add an alert channel (email, slack, teams, ntfy; discord ones are made at /api/alerts/chat/webhooks); 409 over the organization's quota")
+      .annotate(OpenApi.Summary, "Add an alert channel (email, slack, teams, pagerduty, opsgenie, telegram, ntfy; discord ones are made at /api/alerts/chat/webhooks); 409 over the organization's quota")
   )
   .add(
     HttpApiEndpoint.get("list", "/api/alerts/channels")

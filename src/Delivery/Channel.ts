@@ -64,6 +64,18 @@ export interface ChannelEvent extends StoredEvent {
   readonly envelope: () => string
   /** The incident behind it, for the channel's `incidentEvents` (undefined otherwise, or when it is gone). */
   readonly incident: IncidentFacts | undefined
+  /**
+   * A maintenance notice's monitors (the window's, as they are when the fan-out reads them), for
+   * alert channels: their rules route it, their messages name them. Undefined for other events.
+   */
+  readonly monitors?: ReadonlyArray<MonitorFacts> | undefined
+}
+
+/** A monitor as a maintenance notice names it and the rules read it. */
+export interface MonitorFacts {
+  readonly id: string
+  readonly name: string
+  readonly tags: ReadonlyArray<string>
 }
 
 /** An incident and its monitor, as alerts describe them (as they are when the fan-out reads them). */
@@ -159,10 +171,10 @@ export const describeAnswer = (result: SendResult): string => {
 }
 
 /** A stored event as channels read it; `incident` when the fan-out loaded it. */
-export const channelEventOf = (row: EventRow, incident?: IncidentFacts): ChannelEvent => {
+export const channelEventOf = (row: EventRow, incident?: IncidentFacts, monitors?: ReadonlyArray<MonitorFacts>): ChannelEvent => {
   const stored = toStoredEvent(row)
   let envelope: string | undefined
-  return { ...stored, envelope: () => (envelope ??= JSON.stringify(envelopeOf(stored))), incident }
+  return { ...stored, envelope: () => (envelope ??= JSON.stringify(envelopeOf(stored))), incident, monitors }
 }
 
 /**

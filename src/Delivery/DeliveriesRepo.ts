@@ -2,7 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { iso } from "../Domain/Instant.js"
 import type { EventRow } from "../Events/EventsRepo.js"
-import type { IncidentFacts } from "./Channel.js"
+import { isUuid } from "../Domain/Ids.js"
+import type { IncidentFacts, MonitorFacts } from "./Channel.js"
 import {
   type ClaimedWholeTable,
   columnsOf,
@@ -123,6 +124,19 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
               details: row.details
             }
       ).pipe(span("incidentFacts"))
+
+    /** The organization's monitors among `ids` (a maintenance window's), in the order given; gone ones left out. */
+    const monitorFacts = (orgId: string, given: ReadonlyArray<string>) => {
+      const ids = given.filter(isUuid)
+      return ids.length === 0
+        ? Effect.succeed([] as Array<MonitorFacts>)
+        : Effect.map(
+          sql<{ id: string; name: string; tags: ReadonlyArray<string> }>`
+            select m.id, m.name, m.tags from unnest(${ids}::uuid[]) with ordinality as w(id, n)
+            join monitors m on m.id = w.id and m.org_id = ${orgId} and m.deleted_at is null order by w.n`,
+          (rows): Array<MonitorFacts> => rows.map((r) => ({ id: r.id, name: r.name, tags: r.tags }))
+        ).pipe(span("monitorFacts"))
+    }
 
     // ---- a webhook's deliveries (API) --------------------------------------------------------------
 
@@ -365,6 +379,7 @@ export class DeliveriesRepo extends Effect.Service<DeliveriesRepo>()("jobmon/Del
       moveCursor,
       insertDeliveries,
       incidentFacts,
+      monitorFacts,
       ofWebhook,
       ofDestination,
       insertAttempted,

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { StoredString } from "../Domain/Text.js"
-import { type Alert, alertOf, clip, tail, testAlertOf } from "./Alert.js"
+import { type Alert, alertOf, linksOf, clip, tail, testAlertOf } from "./Alert.js"
 import { type Channel, DELIVERED, describeAnswer, type MailRequest, rejected, retryLater, type SendResult } from "./Channel.js"
 import type { AlertChannelType } from "./ChannelType.js"
 
@@ -59,6 +59,7 @@ const COLORS: Record<Alert["kind"], string> = {
   reminder: "#e37400",
   acknowledged: "#1a73e8",
   resolved: "#188038",
+  maintenance: "#6d28d9",
   test: "#5f6368"
 }
 
@@ -66,7 +67,7 @@ const COLORS: Record<Alert["kind"], string> = {
 export const emailOf = (alert: Alert): EmailBody => {
   const subject = clip(oneLine(`[jobmon] ${alert.summary}`), SUBJECT_CHARS)
   const output = alert.output === undefined ? undefined : tail(alert.output, OUTPUT_CHARS)
-  const links = [["View incident", alert.incidentUrl], ["View monitor", alert.monitorUrl]].filter(
+  const links = linksOf(alert).filter(
     (link): link is [string, string] => link[1] !== undefined
   )
   const text = [

@@ -2,7 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import type { EventRow } from "../Events/EventsRepo.js"
 import { alertRulesMatch } from "./AlertRules.js"
-import { type ChannelEvent, channelEventOf, type IncidentFacts } from "./Channel.js"
+import { MAINTENANCE_EVENTS } from "./Alert.js"
+import { type ChannelEvent, channelEventOf, type IncidentFacts, type MonitorFacts } from "./Channel.js"
 import { ChannelRegistry, type Registered, type Routing } from "./ChannelRegistry.js"
 import { DeliveriesRepo, type NewDelivery } from "./DeliveriesRepo.js"
 import { DestinationsRepo, type DestinationTable } from "./DestinationsRepo.js"
@@ -18,6 +19,8 @@ import { Reminders } from "./Reminders.js"
  * Alert channels (the channels resource) are routed here, by their rules (AlertRules.ts), before
  * their channel makes its message; an incident.opened alert to a channel with reminders schedules
  * them, and an acknowledgement or resolution ends them (Reminders.ts), in the same transaction.
+ * Maintenance notices reach alert channels by the window's monitors (read once per notice: ids,
+ * names, tags), which their rules judge (docs/alerts.md#maintenance-notices).
  */
 
 const FANOUT_BATCH = 1000
@@ -57,6 +60,12 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
       return incidentId === undefined ? Effect.succeed(undefined) : deliveries.incidentFacts(incidentId)
     }
 
+    /** A maintenance notice's monitors (the window's), to route it to alert channels and name them. */
+    const monitorsOf = (event: EventRow) => {
+      const ids = (event.data as { window?: { monitorIds?: ReadonlyArray<string> } }).window?.monitorIds ?? []
+      return deliveries.monitorFacts(event.org_id, ids)
+    }
+
     /** The kind's destinations in these organizations that take new messages. */
     const audienceOf = <T extends DestinationTable, D>(kind: Registered<T, D>, orgIds: ReadonlyArray<string>) =>
       Effect.map(destinations.audienceOf(kind, orgIds), (rows) =>
@@ -77,6 +86,7 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
       events: ReadonlyArray<EventRow>,
       orgIds: ReadonlyArray<string>,
       incidents: Map<string, IncidentFacts | undefined>,
+      monitors: Map<string, ReadonlyArray<MonitorFacts>>,
       rows: Array<NewDelivery>,
       alerted: Alerted
     ) =>
@@ -90,6 +100,10 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
           if (kind.channel.incidentEvents.includes(row.type)) {
             if (!incidents.has(row.id)) incidents.set(row.id, yield* incidentOf(row))
             event = channelEventOf(row, incidents.get(row.id))
+          } else if (kind.routingOf !== undefined && (MAINTENANCE_EVENTS as ReadonlyArray<string>).includes(row.type)) {
+            // alert channels: a maintenance notice is routed by the window's monitors
+            if (!monitors.has(row.id)) monitors.set(row.id, yield* monitorsOf(row))
+            event = channelEventOf(row, undefined, monitors.get(row.id))
           } else {
             event = channelEventOf(row)
           }
@@ -122,7 +136,8 @@ export class FanOut extends Effect.Service<FanOut>()("jobmon/FanOut", {
         const rows: Array<NewDelivery> = []
         const alerted: Alerted = []
         const incidents = new Map<string, IncidentFacts | undefined>()
-        for (const kind of registry.all) yield* messagesOf(kind, events, orgIds, incidents, rows, alerted)
+        const monitors = new Map<string, ReadonlyArray<MonitorFacts>>()
+        for (const kind of registry.all) yield* messagesOf(kind, events, orgIds, incidents, monitors, rows, alerted)
         if (rows.length > 0) yield* deliveries.insertDeliveries(rows, now)
         yield* reminders.schedule(alerted, now.getTime())
         yield* reminders.stop(events.flatMap(stopsReminders), now.getTime())

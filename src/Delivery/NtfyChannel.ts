@@ -98,6 +98,8 @@ export const ntfyPriorityOf = (alert: Alert): { priority: NtfyMessage["priority"
       return { priority: 3, tags: ["eyes", ...typeTag] }
     case "resolved":
       return { priority: 2, tags: ["white_check_mark", ...typeTag] }
+    case "maintenance":
+      return { priority: alert.maintenance?.notice === "ended" ? 2 : 3, tags: ["hammer_and_wrench", "maintenance"] }
     case "test":
       return { priority: 3, tags: ["bell"] }
   }
@@ -145,6 +147,7 @@ export const ntfyMessageOf = (alert: Alert, topic: string): NtfyMessage => {
     priority,
     tags,
     ...(alert.incidentUrl === undefined ? {} : { click: alert.incidentUrl }),
+    ...(alert.maintenanceUrl === undefined ? {} : { click: alert.maintenanceUrl }),
     ...(alert.monitorUrl === undefined ? {} : { actions: [{ action: "view" as const, label: "View monitor", url: alert.monitorUrl }] })
   }
 }

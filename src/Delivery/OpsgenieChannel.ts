@@ -97,10 +97,25 @@ export type OpsgenieMessage =
 
 const SOURCE = "jobmon"
 
+/**
+ * A maintenance period's alert: one per window and period start, so its notices act on the same
+ * alert (Opsgenie deduplicates a create with the alias of an open alert; ended closes it).
+ */
+export const maintenanceAlias = (m: NonNullable<Alert["maintenance"]>) => clip(`jobmon-maintenance-${m.windowId}-${m.startsAt}`, OPSGENIE_LIMITS.alias)
+
 /** The message for one alert (pure), within Opsgenie's limits. */
 export const opsgenieMessageOf = (alert: Alert, testId?: string): OpsgenieMessage => {
   const incident = alert.incident
-  const alias = clip(incident?.id ?? `jobmon-test-${testId ?? alert.at}`, OPSGENIE_LIMITS.alias)
+  const alias = alert.maintenance !== undefined
+    ? maintenanceAlias(alert.maintenance)
+    : clip(incident?.id ?? `jobmon-test-${testId ?? alert.at}`, OPSGENIE_LIMITS.alias)
+  if (alert.maintenance?.notice === "ended") {
+    return {
+      action: "close",
+      alias,
+      body: { user: SOURCE, source: SOURCE, note: clip([alert.summary, ...alert.facts.map((f) => `${f.label}: ${f.value}`)].join("\n"), OPSGENIE_LIMITS.note) }
+    }
+  }
   if (alert.kind === "acknowledged" || alert.kind === "resolved") {
     const by = alert.facts.find((f) => f.label === "Acknowledged by" || f.label === "Resolved by")?.value
     return {
@@ -117,7 +132,8 @@ export const opsgenieMessageOf = (alert: Alert, testId?: string): OpsgenieMessag
     ...(alert.text === undefined ? [] : [alert.text]),
     ...alert.facts.map((f) => `${f.label}: ${f.value}`),
     ...(alert.incidentUrl === undefined ? [] : [`Incident: ${alert.incidentUrl}`]),
-    ...(alert.monitorUrl === undefined ? [] : [`Monitor: ${alert.monitorUrl}`])
+    ...(alert.monitorUrl === undefined ? [] : [`Monitor: ${alert.monitorUrl}`]),
+    ...(alert.maintenanceUrl === undefined ? [] : [`Maintenance: ${alert.maintenanceUrl}`])
   ]
   const head = lines.join("\n")
   const room = OPSGENIE_LIMITS.description - head.length - "\n\nOutput:\n".length
@@ -133,7 +149,7 @@ export const opsgenieMessageOf = (alert: Alert, testId?: string): OpsgenieMessag
     details[key] = v
     used += key.length + v.length
   }
-  const tags = ["jobmon", ...(incident === undefined ? ["test"] : [incident.type, incident.severity, ...incident.monitorTags])]
+  const tags = ["jobmon", ...(incident === undefined ? [alert.kind === "maintenance" ? "maintenance" : "test"] : [incident.type, incident.severity, ...incident.monitorTags])]
     .map((t) => clip(t, OPSGENIE_LIMITS.tag))
     .slice(0, OPSGENIE_LIMITS.tags)
   return {

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { StoredString } from "../Domain/Text.js"
-import { type Alert, alertOf, clip, tail, testAlertOf } from "./Alert.js"
+import { type Alert, alertOf, clip, linksOf, tail, testAlertOf } from "./Alert.js"
 import {
   type Channel,
   DELIVERED,
@@ -83,6 +83,25 @@ export interface PagerDutyEvent {
   readonly client_url?: string
 }
 
+/**
+ * A change event as stored (everything but the routing key): what maintenance notices are sent as
+ * (https://developer.pagerduty.com/docs/events-API-v2/03-Change-Events.md: "a change in a system
+ * that does not represent a problem"), posted to /v2/change/enqueue; PagerDuty shows it in the
+ * service's Recent Changes and notifies nobody.
+ */
+export interface PagerDutyChangeEvent {
+  readonly payload: {
+    readonly summary: string
+    readonly source: string
+    readonly timestamp: string
+    readonly custom_details: Record<string, unknown>
+  }
+  readonly links: ReadonlyArray<{ readonly href: string; readonly text: string }>
+}
+
+/** What one message posts: an alert event (trigger, acknowledge, resolve) or a change event. */
+export type PagerDutyMessage = PagerDutyEvent | PagerDutyChangeEvent
+
 const hostOf = (url: string) => {
   try {
     return new URL(url).host || "jobmon"
@@ -90,6 +109,23 @@ const hostOf = (url: string) => {
     return "jobmon"
   }
 }
+
+const linksFor = (alert: Alert) => linksOf(alert).filter(([, url]) => url !== undefined).map(([text, href]) => ({ href: href!, text }))
+
+/** The change event for a maintenance notice (pure). */
+export const pagerDutyChangeOf = (alert: Alert, publicUrl: string): PagerDutyChangeEvent => {
+  const details: Record<string, unknown> = {}
+  for (const fact of alert.facts) details[fact.label] = fact.value
+  if (alert.text !== undefined) details["Message"] = alert.text
+  return {
+    payload: { summary: clip(alert.summary, PAGERDUTY_LIMITS.summary), source: hostOf(publicUrl), timestamp: alert.at, custom_details: details },
+    links: linksFor(alert)
+  }
+}
+
+/** The message for one alert (pure): a change event for a maintenance notice, else an alert event. */
+export const pagerDutyMessageOf = (alert: Alert, publicUrl: string): PagerDutyMessage =>
+  alert.kind === "maintenance" ? pagerDutyChangeOf(alert, publicUrl) : pagerDutyEventOf(alert, publicUrl)
 
 /** The event for one alert (pure). */
 export const pagerDutyEventOf = (alert: Alert, publicUrl: string, testId?: string): PagerDutyEvent => {
@@ -102,7 +138,6 @@ export const pagerDutyEventOf = (alert: Alert, publicUrl: string, testId?: strin
   for (const fact of alert.facts) details[fact.label] = fact.value
   if (alert.text !== undefined) details["Message"] = alert.text
   if (alert.output !== undefined) details["Output"] = tail(alert.output, PAGERDUTY_LIMITS.output)
-  const links = [["View incident", alert.incidentUrl], ["View monitor", alert.monitorUrl]] as const
   return {
     event_action: "trigger",
     dedup_key: dedupKey,
@@ -116,7 +151,7 @@ export const pagerDutyEventOf = (alert: Alert, publicUrl: string, testId?: strin
         : { component: incident.monitorName, class: incident.type, ...(incident.monitorTags[0] === undefined ? {} : { group: incident.monitorTags[0] }) }),
       custom_details: details
     },
-    links: links.filter(([, url]) => url !== undefined).map(([text, href]) => ({ href: href!, text })),
+    links: linksFor(alert),
     client: "jobmon",
     ...(alert.incidentUrl === undefined ? {} : { client_url: alert.incidentUrl })
   }
@@ -142,6 +177,9 @@ export const PAGERDUTY_PER_MINUTE = 120
 
 export const enqueueUrl = (baseUrl: string) => `${baseUrl.replace(/\/+$/, "")}/v2/enqueue`
 
+/** Where change events go (maintenance notices). */
+export const changeEnqueueUrl = (baseUrl: string) => `${baseUrl.replace(/\/+$/, "")}/v2/change/enqueue`
+
 export const pagerDutyChannel = (publicUrl: string): Channel<PagerDutyDestination, OutboundRequest> => ({
   kind: "pagerduty",
   perMinute: PAGERDUTY_PER_MINUTE,
@@ -150,15 +188,18 @@ export const pagerDutyChannel = (publicUrl: string): Channel<PagerDutyDestinatio
   incidentEvents: ["incident.opened", "incident.acknowledged", "incident.resolved"],
   messageFor: (_pd, event) => {
     const alert = alertOf(event, publicUrl)
-    return alert === undefined ? undefined : JSON.stringify(pagerDutyEventOf(alert, publicUrl))
+    return alert === undefined ? undefined : JSON.stringify(pagerDutyMessageOf(alert, publicUrl))
   },
   testMessageFor: (pd, test) => JSON.stringify(pagerDutyEventOf(testAlertOf(pd.name, test.at), publicUrl, test.id)),
   pack: (messages) => messages.map((m) => [m]),
-  requestFor: (pd, messages: ReadonlyArray<StoredMessage>) => ({
-    url: enqueueUrl(pd.baseUrl),
-    headers: HEADERS,
-    body: JSON.stringify({ routing_key: pd.routingKey, ...(JSON.parse(messages[0]!.body) as PagerDutyEvent) })
-  }),
+  requestFor: (pd, messages: ReadonlyArray<StoredMessage>) => {
+    const message = JSON.parse(messages[0]!.body) as PagerDutyMessage
+    return {
+      url: "event_action" in message ? enqueueUrl(pd.baseUrl) : changeEnqueueUrl(pd.baseUrl),
+      headers: HEADERS,
+      body: JSON.stringify({ routing_key: pd.routingKey, ...message })
+    }
+  },
   verdictOn: pagerDutyVerdict
 })
 

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { StoredString } from "../Domain/Text.js"
-import { type Alert, alertOf, clip, tail, testAlertOf } from "./Alert.js"
+import { type Alert, alertOf, linksOf, clip, tail, testAlertOf } from "./Alert.js"
 import {
   type Channel,
   DELIVERED,
@@ -101,6 +101,7 @@ const EMOJI: Record<Alert["kind"], string> = {
   reminder: ":alarm_clock:",
   acknowledged: ":eyes:",
   resolved: ":white_check_mark:",
+  maintenance: ":hammer_and_wrench:",
   test: ":bell:"
 }
 
@@ -128,7 +129,7 @@ export const slackMessageOf = (alert: Alert, mention: string | undefined): Slack
   if (alert.note !== null && alert.note !== "") {
     blocks.push({ type: "section", text: { type: "mrkdwn", text: clip(`*Note*\n${escapeMrkdwn(alert.note)}`, SLACK_LIMITS.sectionText) } })
   }
-  const links = [["View incident", alert.incidentUrl], ["View monitor", alert.monitorUrl]] as const
+  const links = linksOf(alert)
   const buttons = links.filter(([, url]) => url !== undefined && url.length <= SLACK_LIMITS.url).map(([label, url]) => ({
     type: "button" as const,
     text: { type: "plain_text" as const, text: label },

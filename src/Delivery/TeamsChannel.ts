@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { StoredString } from "../Domain/Text.js"
-import { type Alert, alertOf, clip, tail, testAlertOf } from "./Alert.js"
+import { type Alert, alertOf, linksOf, clip, tail, testAlertOf } from "./Alert.js"
 import {
   type Channel,
   DELIVERED,
@@ -112,6 +112,7 @@ const COLOR: Record<Alert["kind"], string> = {
   reminder: "Attention",
   acknowledged: "Warning",
   resolved: "Good",
+  maintenance: "Accent",
   test: "Accent"
 }
 
@@ -120,6 +121,7 @@ const EMOJI: Record<Alert["kind"], string> = {
   reminder: "⏰",
   acknowledged: "👀",
   resolved: "✅",
+  maintenance: "🛠️",
   test: "🔔"
 }
 
@@ -154,7 +156,7 @@ export const teamsMessageOf = (alert: Alert): TeamsMessage => {
     )
   }
   body.push({ type: "TextBlock", text: `jobmon · ${alert.at}`, isSubtle: true, size: "Small", wrap: true, spacing: "Medium" })
-  const links = [["View incident", alert.incidentUrl], ["View monitor", alert.monitorUrl]] as const
+  const links = linksOf(alert)
   const actions = links.filter(([, url]) => url !== undefined).map(([title, url]) => ({ type: "Action.OpenUrl" as const, title, url: url! }))
   const card: AdaptiveCard = {
     type: "AdaptiveCard",

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { StoredString } from "../Domain/Text.js"
-import { type Alert, alertOf, clip, tail, testAlertOf } from "./Alert.js"
+import { type Alert, alertOf, linksOf, clip, tail, testAlertOf } from "./Alert.js"
 import {
   type Channel,
   DELIVERED,
@@ -78,6 +78,7 @@ const EMOJI: Record<Alert["kind"], string> = {
   reminder: "\u23F0",
   acknowledged: "\u{1F440}",
   resolved: "\u2705",
+  maintenance: "\u{1F6E0}\uFE0F",
   test: "\u{1F514}"
 }
 
@@ -110,7 +111,7 @@ export const telegramTextOf = (alert: Alert): string => {
   if (alert.text !== undefined) lines.push(escapeTelegramHtml(alert.text))
   for (const fact of alert.facts) lines.push(`<b>${escapeTelegramHtml(fact.label)}:</b> ${escapeTelegramHtml(clip(fact.value, FACT_CHARS))}`)
   if (alert.note !== null && alert.note !== "") lines.push(`<b>Note:</b> ${escapeTelegramHtml(clip(alert.note, NOTE_CHARS))}`)
-  const links = [["View incident", alert.incidentUrl], ["View monitor", alert.monitorUrl]] as const
+  const links = linksOf(alert)
   const anchors = links.filter(([, url]) => url !== undefined).map(([label, url]) => `<a href="${escapeTelegramHtml(url!)}">${label}</a>`)
   const footer = [...(anchors.length > 0 ? [anchors.join(" · ")] : []), `<i>jobmon · ${escapeTelegramHtml(alert.at)}</i>`]
   const head = lines.join("\n")

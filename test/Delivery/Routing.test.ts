@@ -1,5 +1,5 @@
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Clock, Effect, TestClock } from "effect"
+import { Clock, Effect, FastCheck, TestClock } from "effect"
 import { alertRulesMatch, type AlertRules } from "../../src/Delivery/AlertRules.js"
 import type { IncidentFacts } from "../../src/Delivery/Channel.js"
 import { Webhooks } from "../../src/Delivery/Webhooks.js"
@@ -46,6 +46,45 @@ describe("alertRulesMatch", () => {
     expect(alertRulesMatch(resolvedOnly, { event: "incident.resolved", incident: facts })).toBe(true)
     expect(alertRulesMatch({ ...none, events: ["incident.opened"] }, { event: "incident.reminder", incident: facts })).toBe(true)
   })
+})
+
+describe("alertRulesMatch: maintenance notices", () => {
+  const monitors = [{ id: "M1", name: "backup", tags: ["db", "nightly"] }, { id: "M2", name: "deploy", tags: ["web"] }]
+  it("routed by the window's monitors and events; types and severity do not apply", () => {
+    const started = { event: "maintenance.started", incident: undefined, monitors }
+    expect(alertRulesMatch(none, started)).toBe(true)
+    expect(alertRulesMatch({ ...none, tags: ["web"] }, started)).toBe(true)
+    expect(alertRulesMatch({ ...none, tags: ["ops"] }, started)).toBe(false)
+    expect(alertRulesMatch({ ...none, monitorIds: ["m2"] }, started)).toBe(true)
+    // monitorIds and tags hold for the same monitor
+    expect(alertRulesMatch({ ...none, monitorIds: ["M2"], tags: ["db"] }, started)).toBe(false)
+    expect(alertRulesMatch({ ...none, types: ["LATE"], severity: ["LOW"] }, started)).toBe(true)
+    expect(alertRulesMatch({ ...none, events: ["incident.opened"] }, started)).toBe(false)
+    expect(alertRulesMatch({ ...none, events: ["maintenance.ended"] }, started)).toBe(false)
+    expect(alertRulesMatch({ ...none, events: ["maintenance.started"] }, started)).toBe(true)
+    expect(alertRulesMatch(none, { ...started, monitors: [] })).toBe(false)
+  })
+
+  const ids = ["M1", "M2", "M3", "M4"]
+  const tags = ["db", "web", "ops", "nightly"]
+  const kinds = ["maintenance.upcoming", "maintenance.started", "maintenance.ended"]
+  const sub = (values: ReadonlyArray<string>) => FastCheck.subarray([...values])
+  it.prop(
+    "a notice passes exactly when some window monitor is in monitorIds and carries a tag, and events allow it",
+    [
+      FastCheck.array(FastCheck.record({ id: FastCheck.constantFrom(...ids), tags: sub(tags) }), { maxLength: 4 }),
+      sub(ids),
+      sub(tags),
+      sub(kinds),
+      FastCheck.constantFrom(...kinds)
+    ],
+    ([window, monitorIds, ruleTags, events, kind]) => {
+      const rules = { ...none, monitorIds, tags: ruleTags, events }
+      const expected = (events.length === 0 || events.includes(kind)) &&
+        window.some((m) => (monitorIds.length === 0 || monitorIds.includes(m.id)) && (ruleTags.length === 0 || m.tags.some((t) => ruleTags.includes(t))))
+      expect(alertRulesMatch(rules, { event: kind, incident: undefined, monitors: window.map((m) => ({ ...m, name: m.id })) })).toBe(expected)
+    }
+  )
 })
 
 const flush = Effect.flatMap(Webhooks, (w) => w.flush)

@@ -17,10 +17,15 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/
  * event_action trigger|acknowledge|resolve; dedup_key at most 255 characters, required for
  * acknowledge and resolve; a trigger's payload needs summary (≤ 1024), source, severity
  * (critical|error|warning|info); timestamp ISO 8601; links of {href, text?}; the event ≤ 512 KB.
+ * Change events (https://developer.pagerduty.com/docs/events-API-v2/03-Change-Events.md): POST
+ * /v2/change/enqueue; routing_key, payload.summary (required, ≤ 1024), payload.source,
+ * payload.timestamp, payload.custom_details (an object), links; no event_action.
  */
 export const pagerDutyProblems = (request: Received): Array<string> => {
+  const path = new URL(request.url, "http://x").pathname
+  if (path === "/v2/change/enqueue") return pagerDutyChangeProblems(request)
   const problems: Array<string> = []
-  if (new URL(request.url, "http://x").pathname !== "/v2/enqueue") problems.push(`path ${request.url}`)
+  if (path !== "/v2/enqueue") problems.push(`path ${request.url}`)
   if (!String(request.headers["content-type"] ?? "").startsWith("application/json")) problems.push("content-type")
   if (request.raw.length > 512 * 1024) problems.push("over 512 KB")
   const e = request.body
@@ -42,6 +47,27 @@ export const pagerDutyProblems = (request: Received): Array<string> => {
       if (!Array.isArray(e.links)) problems.push("links")
       else e.links.forEach((l: any, i: number) => (!isString(l?.href) || (l.text !== undefined && !isString(l.text))) && problems.push(`links.${i}`))
     }
+  }
+  return problems
+}
+
+const pagerDutyChangeProblems = (request: Received): Array<string> => {
+  const problems: Array<string> = []
+  if (!String(request.headers["content-type"] ?? "").startsWith("application/json")) problems.push("content-type")
+  const e = request.body
+  if (typeof e !== "object" || e === null) return [...problems, "not a JSON object"]
+  const known = new Set(["routing_key", "payload", "links"])
+  for (const key of Object.keys(e)) if (!known.has(key)) problems.push(`${key}: not a change event field`)
+  if (!isString(e.routing_key) || e.routing_key === "") problems.push("routing_key")
+  const p = e.payload
+  if (typeof p !== "object" || p === null) return [...problems, "payload: missing"]
+  if (!isString(p.summary) || p.summary === "" || p.summary.length > 1024) problems.push("payload.summary")
+  if (p.source !== undefined && !isString(p.source)) problems.push("payload.source")
+  if (p.timestamp !== undefined && (!isString(p.timestamp) || !ISO.test(p.timestamp))) problems.push("payload.timestamp")
+  if (p.custom_details !== undefined && (typeof p.custom_details !== "object" || p.custom_details === null)) problems.push("payload.custom_details")
+  if (e.links !== undefined) {
+    if (!Array.isArray(e.links)) problems.push("links")
+    else e.links.forEach((l: any, i: number) => (!isString(l?.href) || (l.text !== undefined && !isString(l.text))) && problems.push(`links.${i}`))
   }
   return problems
 }

@@ -4,7 +4,7 @@
  * none of the service's code, and a field the API renames or drops fails `npm run typecheck` here.
  */
 import type { SessionUser, TokenInfo, UserInfo } from "../../src/Auth/Api"
-import type { AlertChannel, AlertChannelType, ChannelTestResult, ChatWebhook, Delivery, Webhook } from "../../src/Delivery/Api"
+import type { AlertChannel, AlertChannelType, ChannelTestResult, ChatWebhook, Delivery, UpdateAlertChannelRequest, Webhook } from "../../src/Delivery/Api"
 import type { Incident } from "../../src/Incidents/Api"
 import type { HistoryEntry, MaintenanceWindow } from "../../src/Maintenance/Api"
 import type { Monitor, MonitorPage as MonitorPageSchema, MonitorSort, MonitorSummary, ScheduleSchema } from "../../src/Monitors/Api"
@@ -27,3 +27,8 @@ export type Token = typeof TokenInfo.Type
 export type UserRow = typeof UserInfo.Type
 /** POST /api/alerts/channels/{id}/test. */
 export type ChannelTest = typeof ChannelTestResult.Type
+/** PATCH /api/alerts/channels/{id}. */
+export type ChannelUpdate = typeof UpdateAlertChannelRequest.Type
+/** A channel's routing rules and reminders. */
+export type ChannelRules = AlertChannel["rules"]
+export type ChannelReminders = AlertChannel["reminders"]
