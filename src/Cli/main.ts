@@ -175,6 +175,22 @@ export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> =
       if (rest[0] === "list") return orgList(rest.slice(1))
       if (rest[0] === "add-member") return orgAddMember(rest.slice(1))
       return Effect.fail(new CliError(orgUsage))
+    case "import":
+      if (rest[0] === "crontab") {
+        return Effect.flatMap(Effect.promise(() => import("./ImportCrontab.js")), ({ ImportError, importCrontab }) =>
+          Effect.tryPromise({
+            try: () => importCrontab(rest.slice(1)),
+            catch: (error) => error
+          }).pipe(
+            Effect.flatMap((code) => Effect.sync(() => void (process.exitCode = code))),
+            Effect.catchIf((e): e is InstanceType<typeof ImportError> => e instanceof ImportError, (e) =>
+              Effect.sync(() => {
+                console.error(`jobmon: ${e.message}`)
+                process.exitCode = e.exitCode
+              }))
+          ))
+      }
+      return Effect.fail(new CliError("usage: jobmon import crontab [FILE|-] [--apply] (see jobmon help)"))
     case "help":
     case "--help":
     case "-h":
