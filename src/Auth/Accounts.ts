@@ -324,7 +324,9 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
         yield* checkEmail(email)
         if (input.name !== null) yield* checkName(input.name)
         if (yield* repo.emailExists(email)) {
-          return yield* new Conflict({ message: `A user with the email ${email} already exists; there is no need to invite them.` })
+          return yield* new Conflict({ message: `A user with the email ${email} already exists; there is no need to invite them. ` +
+              `To add them to this organization too, the operator runs jobmon org add-member --email ${email} --org <slug>.`
+          })
         }
         const token = INVITE_PREFIX + randomBytes(24).toString("base64url")
         const at = yield* now

@@ -1,17 +1,17 @@
-import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
 import * as path from "node:path"
-import { call, createUser, signIn, TestApp, TestServer, validMonitor } from "../support/fixture.js"
+import { AppOn, call, createUser, makeTestDatabase, newAdminToken, signIn, TestApp, TestServer, validMonitor } from "../support/fixture.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /** `jobmon <args>` as a real process against the test database, to completion. */
-const jobmon = (args: ReadonlyArray<string>) =>
-  Effect.flatMap(TestApp, (app) =>
+const jobmonOn = (url: string, args: ReadonlyArray<string>) =>
+  Effect.suspend(() =>
     Effect.async<{ code: number | null; stdout: string; stderr: string }>((resume) => {
-      const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: "warn", DATABASE_URL: app.databaseUrl }
+      const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: "warn", DATABASE_URL: url }
       delete env.JOBMON_PASSWORD
       const child = spawn(process.execPath, [path.join(root, "bin/jobmon.js"), ...args], {
         cwd: root,
@@ -28,6 +28,8 @@ const jobmon = (args: ReadonlyArray<string>) =>
         resume(Effect.succeed({ code, stdout, stderr }))
       })
     }))
+
+const jobmon = (args: ReadonlyArray<string>) => Effect.flatMap(TestApp, (app) => jobmonOn(app.databaseUrl, args))
 
 const ok = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
@@ -80,7 +82,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 300_000 })("organizati
       expect(lines[0]).toMatch(/^SLUG\s+MEMBERS\s+MONITORS\s+NAME$/)
       expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3))).toEqual([["default", "1", "1"], ["staging", "0", "1"]])
       expect(lines[2]).toMatch(/Staging$/)
-    }))
+    }), 240_000)
 
   it.effect("a user in two organizations switches between them and each page shows only that organization", () =>
     Effect.gen(function*() {
@@ -141,5 +143,21 @@ layer(TestServer(), { excludeTestServices: true, timeout: 300_000 })("organizati
       // Another sign-in opens the oldest membership again; the switch belongs to one session.
       const second = yield* signIn("both@example.com", "two organizations")
       expect(second.user.orgId).toBe(defaultId)
-    }))
+    }), 240_000)
+})
+
+describe("an organization made before the first start", () => {
+  it.scoped("does not stand for the default one: the first start still creates 'default' and its admin token", () =>
+    Effect.gen(function*() {
+      const db = yield* makeTestDatabase()
+      const made = yield* jobmonOn(db.url, ["org", "create", "--slug", "first", "--name", "First"])
+      expect(made.stderr).toBe("")
+      expect(made.code).toBe(0)
+      const token = newAdminToken()
+      const app = yield* Layer.build(AppOn(db.url, token))
+      const monitors = yield* Effect.provide(call("GET", "/api/monitors"), app)
+      expect(monitors.status).toBe(200)
+      const list = yield* jobmonOn(db.url, ["org", "list"])
+      expect(list.stdout.split("\n").slice(1, 3).map((l) => l.split(/\s+/)[0])).toEqual(["first", "default"])
+    }), 240_000)
 })

@@ -295,7 +295,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 240_000 })("jobmon imp
       const after = yield* monitors
       expect(after.map((m) => m.id).sort()).toEqual(made.map((m) => m.id).sort())
       expect(after.find((m) => m.name === "/usr/local/bin/backup.sh").schedule.expression).toBe("30 4 * * *")
-    }))
+    }), 240_000)
 
   it.effect.skipIf(slugApi)("against a service without monitor slugs it stops with exit code 1 and leaves no monitor behind", () =>
     Effect.gen(function*() {
@@ -310,5 +310,5 @@ layer(TestServer(), { excludeTestServices: true, timeout: 240_000 })("jobmon imp
       expect(withOne.code).toBe(1)
       expect(withOne.stderr).toMatch(/does not know monitor slugs \(GET \/api\/monitors\?slug= is not filtered\)/)
       expect((yield* monitors).map((m) => m.name)).toEqual(["other"])
-    }))
+    }), 240_000)
 })
