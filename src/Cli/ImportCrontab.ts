@@ -71,7 +71,8 @@ const readCrontab = (file: string | undefined): string => {
 const isSystemFile = (file: string | undefined) =>
   file !== undefined && file !== "-" && (path.resolve(file) === "/etc/crontab" || path.dirname(path.resolve(file)) === "/etc/cron.d")
 
-const hostZone = () => process.env.TZ !== undefined && process.env.TZ !== "" ? process.env.TZ : Intl.DateTimeFormat().resolvedOptions().timeZone
+/** The host's zone, as Node resolves it (TZ, else the system's). */
+const hostZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone
 
 interface Found {
   readonly id: string
