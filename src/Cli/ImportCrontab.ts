@@ -16,7 +16,7 @@ export class ImportError extends Error {
   }
 }
 
-export const IMPORT_USAGE = `usage: jobmon import crontab [FILE|-] [--apply] [--system] [--timezone <zone>] [--prefix <text>]
+export const IMPORT_USAGE = `usage: jobmon import crontab [FILE|-] [--apply] [--system|--user] [--timezone <zone>] [--prefix <text>]
                             [--url <base>] [--token <token>] [--jobmon <path> | --curl [--script <path>]]
 Without FILE, the current user's crontab (crontab -l); - reads standard input. See docs/client.md.`
 
