@@ -6,7 +6,7 @@ import { AppConfig } from "./Config.js"
 
 /**
  * First start with an empty database: a default organization, an admin user and an admin token
- * (BOOTSTRAP_TOKEN, or a random one printed once). Later starts find the organization and do nothing.
+ * (BOOTSTRAP_TOKEN, or a random one printed once). Later starts find the organization 'default' and do nothing.
  */
 export const bootstrap = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -19,7 +19,8 @@ export const bootstrap = Effect.gen(function*() {
   const created = yield* sql.withTransaction(
     Effect.gen(function*() {
       yield* sql`select pg_advisory_xact_lock(7316402114)`
-      const existing = yield* sql<{ n: number }>`select count(*)::int as n from organizations`
+      // The default organization, not any: one made first with `jobmon org create` does not stand for it.
+      const existing = yield* sql<{ n: number }>`select count(*)::int as n from organizations where slug = 'default'`
       if ((existing[0]?.n ?? 0) > 0) return Option.none<string>()
       const [org] = yield* sql<{ id: string }>`
         insert into organizations (slug, name) values ('default', 'Default organization') returning id`

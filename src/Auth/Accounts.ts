@@ -128,6 +128,16 @@ const boundedGate = Effect.fnUntraced(function*<E>(atOnce: number, waiting: numb
     })
 })
 
+/** An organization's slug: what `--org <slug>` names; lower-case letters, digits and inner hyphens. */
+export const ORG_SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/
+
+export const orgSlugProblem = (slug: string): string | undefined =>
+  ORG_SLUG.test(slug)
+    ? undefined
+    : `the slug '${slug.slice(0, 80)}' is not valid: use 1 to 63 lower-case letters, digits and hyphens, starting and ending with a letter or digit (for example 'staging').`
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
 /** Refusals of the limits per (email, address) and per address, remembered until they end. */
 const REFUSALS_REMEMBERED = 10_000
 
@@ -314,7 +324,9 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
         yield* checkEmail(email)
         if (input.name !== null) yield* checkName(input.name)
         if (yield* repo.emailExists(email)) {
-          return yield* new Conflict({ message: `A user with the email ${email} already exists; there is no need to invite them.` })
+          return yield* new Conflict({ message: `A user with the email ${email} already exists; there is no need to invite them. ` +
+              `To add them to this organization too, the operator runs jobmon org add-member --email ${email} --org <slug>.`
+          })
         }
         const token = INVITE_PREFIX + randomBytes(24).toString("base64url")
         const at = yield* now
@@ -376,7 +388,52 @@ export class Accounts extends Effect.Service<Accounts>()("jobmon/Accounts", {
         return yield* openSession({ id: user.id, email: user.email, name: user.name, orgId: row.org_id }, at)
       })
 
+    /** A new organization (the operator's: `jobmon org create`, docs/decisions.md#organizations). */
+    const createOrganization = (input: { slug: string; name: string }) =>
+      Effect.gen(function*() {
+        const problem = orgSlugProblem(input.slug)
+        if (problem !== undefined) return yield* new ValidationError({ path: "slug", message: problem })
+        yield* checkName(input.name)
+        return yield* repo.insertOrganization({ slug: input.slug, name: input.name.trim(), at: yield* now })
+      })
+
+    /** An existing user joins one more organization (`jobmon org add-member`). */
+    const addMember = (input: { email: string; orgId: string; role: Role }) =>
+      Effect.gen(function*() {
+        const email = cleanEmail(input.email)
+        const user = yield* repo.userByEmail(email)
+        if (user === undefined) {
+          return yield* new NotFound({ message: `There is no user with the email ${email}; create one with jobmon user create.` })
+        }
+        yield* repo.insertMembership({ userId: user.id, orgId: input.orgId, role: input.role, at: yield* now })
+        return user
+      })
+
+    /** The organizations the session's user belongs to; `current` is the one the session acts in. */
+    const organizationsOf = (active: ActiveSession) =>
+      Effect.map(repo.userOrganizations(active.user.id), (orgs) => ({ current: active.user.orgId, orgs }))
+
+    /**
+     * The session acts in another of its user's organizations from now on: every page and request
+     * made with its cookie sees that organization only. Not a member there: 404, as for an unknown id.
+     */
+    const switchOrganization = (active: ActiveSession, orgId: string) =>
+      Effect.gen(function*() {
+        const switched = UUID.test(orgId) && (yield* repo.switchSessionOrg(active.id, active.user.id, orgId))
+        if (!switched) {
+          return yield* new NotFound({
+            message: `You are not a member of an organization with the id '${orgId.slice(0, 80)}'; GET /api/auth/orgs lists yours.`
+          })
+        }
+        return { user: { ...active.user, orgId }, csrfToken: active.csrfToken }
+      })
+
     return {
+      createOrganization,
+      listOrganizations: repo.listOrganizations,
+      addMember,
+      organizationsOf,
+      switchOrganization,
       login,
       session,
       principalOf,

@@ -99,6 +99,19 @@ export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>
           }
           yield* clearSessionCookie
         }))
+      .handle("orgs", () =>
+        Effect.gen(function*() {
+          const active = yield* accounts.session(yield* cookieOf)
+          const { current, orgs } = yield* accounts.organizationsOf(active)
+          return { current, orgs: orgs.map((org) => ({ id: org.id, slug: org.slug, name: org.name, role: org.role })) }
+        }))
+      .handle("switchOrg", ({ payload }) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const active = yield* accounts.session(request.cookies[cookieName])
+          yield* accounts.checkCsrf(active, request.method, request.headers[CSRF_HEADER])
+          return yield* accounts.switchOrganization(active, payload.orgId)
+        }))
       .handle("acceptInvite", ({ payload }) =>
         Effect.gen(function*() {
           yield* signInRequestProblem(yield* HttpServerRequest.HttpServerRequest, "Accepting an invite")

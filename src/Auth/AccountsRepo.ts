@@ -31,6 +31,27 @@ export interface SessionRow {
   readonly role: Role | null
 }
 
+export interface OrganizationRow {
+  readonly id: string
+  readonly slug: string
+  readonly name: string
+  readonly created_at: Date
+}
+
+/** An organization as the operator lists it (`jobmon org list`). */
+export interface OrganizationSummaryRow extends OrganizationRow {
+  readonly members: number
+  readonly monitors: number
+}
+
+/** An organization a user belongs to, with their role there. */
+export interface UserOrganizationRow {
+  readonly id: string
+  readonly slug: string
+  readonly name: string
+  readonly role: Role
+}
+
 export interface InviteRow {
   readonly id: string
   readonly org_id: string
@@ -109,6 +130,64 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("jobmon/Account
       sql<{ id: string }>`select id from organizations where slug = ${slug}`.pipe(
         Effect.map((rows) => rows[0]?.id),
         Effect.orDie
+      )
+
+    /** A new organization; a taken slug is a Conflict. */
+    const insertOrganization = (input: { slug: string; name: string; at: Date }) =>
+      sql<OrganizationRow>`
+        insert into organizations (slug, name, created_at) values (${input.slug}, ${input.name}, ${input.at})
+        returning id, slug, name, created_at`.pipe(
+        Effect.map((rows) => rows[0]!),
+        Effect.catchIf(isUniqueViolation, () =>
+          Effect.fail(new Conflict({ message: `An organization with the slug '${input.slug}' already exists; choose another slug.` }))),
+        Effect.catchTag("SqlError", Effect.die),
+        Effect.withSpan("AccountsRepo.insertOrganization")
+      )
+
+    /** Every organization of the instance, oldest first, with its members and live monitors counted. */
+    const listOrganizations = () =>
+      sql<OrganizationSummaryRow>`
+        select o.id, o.slug, o.name, o.created_at,
+               (select count(*)::int from memberships m where m.org_id = o.id) as members,
+               (select count(*)::int from monitors x where x.org_id = o.id and x.deleted_at is null) as monitors
+        from organizations o
+        order by o.created_at, o.slug`.pipe(Effect.orDie, Effect.withSpan("AccountsRepo.listOrganizations"))
+
+    /** The organizations a user belongs to, oldest membership first (sign-in opens the first). */
+    const userOrganizations = (userId: string) =>
+      sql<UserOrganizationRow>`
+        select o.id, o.slug, o.name, m.role
+        from memberships m join organizations o on o.id = m.org_id
+        where m.user_id = ${userId}
+        order by m.created_at, m.org_id`.pipe(Effect.orDie, Effect.withSpan("AccountsRepo.userOrganizations"))
+
+    const userByEmail = (email: string) =>
+      sql<{ id: string; email: string }>`select id, email from users where email_key = jobmon_email_key(${email})`.pipe(
+        Effect.map((rows) => rows[0]),
+        Effect.orDie
+      )
+
+    /** One more membership for an existing user; already a member is a Conflict. */
+    const insertMembership = (input: { userId: string; orgId: string; role: Role; at: Date }) =>
+      sql`insert into memberships (user_id, org_id, role, created_at)
+          values (${input.userId}, ${input.orgId}, ${input.role}, ${input.at})`.pipe(
+        Effect.asVoid,
+        Effect.catchIf(isUniqueViolation, () =>
+          Effect.fail(new Conflict({ message: "The user is already a member of this organization." }))),
+        Effect.catchTag("SqlError", Effect.die),
+        Effect.withSpan("AccountsRepo.insertMembership")
+      )
+
+    /** The session now acts in `orgId`, if its user is a member there (else false, nothing changed). */
+    const switchSessionOrg = (sessionId: string, userId: string, orgId: string) =>
+      sql<{ id: string }>`
+        update sessions s set org_id = ${orgId}
+        where s.id = ${sessionId}
+          and exists (select 1 from memberships m where m.user_id = ${userId} and m.org_id = ${orgId})
+        returning s.id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie,
+        Effect.withSpan("AccountsRepo.switchSessionOrg")
       )
 
     const insertSession = (input: { secretHash: Buffer; userId: string; orgId: string; csrfToken: string; at: Date }) =>
@@ -300,6 +379,12 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("jobmon/Account
       emailExists,
       listMembers,
       orgBySlug,
+      insertOrganization,
+      listOrganizations,
+      userOrganizations,
+      userByEmail,
+      insertMembership,
+      switchSessionOrg,
       insertSession,
       findSession,
       touchSession,

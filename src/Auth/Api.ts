@@ -109,6 +109,22 @@ export const RoleSchema = Schema.Literal("admin", "member").annotations({
   description: "admin: acts with the admin scope; member: acts with the write scope (no tokens, no invites)"
 })
 
+export const OrganizationOfUser = Schema.Struct({
+  id: Schema.String,
+  slug: Schema.String,
+  name: Schema.String,
+  role: RoleSchema
+})
+
+export const SessionOrganizations = Schema.Struct({
+  current: Schema.String.annotations({ description: "the id of the organization the session acts in" }),
+  orgs: Schema.Array(OrganizationOfUser).annotations({ description: "every organization the user belongs to, oldest membership first" })
+})
+
+export const SwitchOrganizationRequest = Schema.Struct({
+  orgId: Schema.String.pipe(Schema.maxLength(100))
+})
+
 export const CreateInviteRequest = Schema.Struct({
   email: Schema.String.pipe(Schema.maxLength(320)),
   name: Schema.optional(Schema.NullOr(Schema.String)),
@@ -155,6 +171,24 @@ export class AuthApi extends HttpApiGroup.make("auth")
       .addSuccess(HttpApiSchema.NoContent)
       .addError(Forbidden)
       .annotate(OpenApi.Summary, "Sign out: ends the session and clears the cookie (needs X-CSRF-Token)")
+  )
+  .add(
+    HttpApiEndpoint.get("orgs", "/api/auth/orgs")
+      .addSuccess(SessionOrganizations)
+      .addError(Unauthorized)
+      .annotate(OpenApi.Summary, "The signed-in user's organizations and the one the session acts in (session cookie)")
+  )
+  .add(
+    HttpApiEndpoint.post("switchOrg", "/api/auth/org")
+      .setPayload(SwitchOrganizationRequest)
+      .addSuccess(SignedInBody)
+      .addError(Unauthorized)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .annotate(
+        OpenApi.Summary,
+        "Switch the session to another of the user's organizations (session cookie, X-CSRF-Token); every later request sees that organization"
+      )
   )
   .add(
     HttpApiEndpoint.post("acceptInvite", "/api/auth/invites/accept")

@@ -24,6 +24,15 @@ Usage:
   jobmon user create --email <email> --name <name> [--org <slug>] [--role <admin|member>] [--password <p>]
                                     create a dashboard user and print its id; the password comes
                                     from --password or the environment variable JOBMON_PASSWORD
+  jobmon org create --slug <slug> --name <name>
+                                    create an organization (the operator's command) and print its id
+  jobmon org list                   list the instance's organizations: slug, members, monitors, name
+  jobmon org add-member --org <slug> --email <email> [--role <admin|member>]
+                                    add an existing user to one more organization
+  jobmon import crontab [FILE|-] [--apply] [--url <base>] [--token <token>] [--curl]
+                                    propose one monitor per crontab job and print the crontab
+                                    rewritten to report through jobmon exec; --apply creates or
+                                    updates the monitors (by slug), see docs/client.md
   jobmon help                       this text
 
 Configuration comes from the environment: DATABASE_URL, DATA_DIR, HOST, PORT, PUBLIC_URL,
@@ -65,7 +74,7 @@ const tokenCreate = (args: ReadonlyArray<string>) =>
     if (expiresAt !== null && Number.isNaN(expiresAt.getTime())) throw new CliError("--expires must be an ISO 8601 date")
     const sql = yield* SqlClient.SqlClient
     const orgs = yield* sql<{ id: string }>`select id from organizations where slug = ${slug}`.pipe(Effect.orDie)
-    if (orgs.length === 0) throw new CliError(`no organization with slug '${slug}' (start the service once to create 'default')`)
+    if (orgs.length === 0) throw new CliError(`no organization with slug '${slug}' (start the service once to create 'default', or jobmon org create)`)
     const owner = yield* sql<{ user_id: string }>`
       select user_id from memberships where org_id = ${orgs[0]!.id} and role = 'admin' order by created_at limit 1`.pipe(Effect.orDie)
     const tokens = yield* Tokens
@@ -100,6 +109,52 @@ const userCreate = (args: ReadonlyArray<string>) =>
     yield* Console.log(user.id)
   }).pipe(Effect.provide(Accounts.Default), Effect.provide(DbOnly))
 
+const orgCreate = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const f = flags(args)
+    const slug = f.get("slug") ?? ""
+    if (slug === "") throw new CliError("--slug is required (for example --slug staging)")
+    const name = f.get("name") ?? ""
+    if (name === "") throw new CliError("--name is required")
+    const accounts = yield* Accounts
+    const org = yield* accounts.createOrganization({ slug, name }).pipe(
+      Effect.catchAll((error) => Effect.die(new CliError(error.message)))
+    )
+    yield* Console.log(org.id)
+  }).pipe(Effect.provide(Accounts.Default), Effect.provide(DbOnly))
+
+const orgList = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    flags(args)
+    const accounts = yield* Accounts
+    const orgs = yield* accounts.listOrganizations()
+    const rows = [["SLUG", "MEMBERS", "MONITORS", "NAME"], ...orgs.map((o) => [o.slug, String(o.members), String(o.monitors), o.name])]
+    const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)))
+    for (const row of rows) {
+      yield* Console.log(row.map((cell, i) => (i < 3 ? cell.padEnd(widths[i]!) : cell)).join("  "))
+    }
+  }).pipe(Effect.provide(Accounts.Default), Effect.provide(DbOnly))
+
+const orgAddMember = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const f = flags(args)
+    const slug = f.get("org") ?? ""
+    if (slug === "") throw new CliError("--org is required")
+    const email = f.get("email") ?? ""
+    if (email === "") throw new CliError("--email is required")
+    const role = f.get("role") ?? "member"
+    if (role !== "admin" && role !== "member") throw new CliError("--role must be admin or member")
+    const accounts = yield* Accounts
+    const orgId = yield* accounts.orgBySlug(slug)
+    if (orgId === undefined) throw new CliError(`no organization with slug '${slug}' (jobmon org list shows them)`)
+    const user = yield* accounts.addMember({ email, orgId, role }).pipe(
+      Effect.catchAll((error) => Effect.die(new CliError(error.message)))
+    )
+    yield* Console.log(user.id)
+  }).pipe(Effect.provide(Accounts.Default), Effect.provide(DbOnly))
+
+const orgUsage = "usage: jobmon org create --slug <slug> --name <name> | jobmon org list | jobmon org add-member --org <slug> --email <email>"
+
 export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
   const [command, ...rest] = argv
   switch (command) {
@@ -115,6 +170,27 @@ export const run = (argv: ReadonlyArray<string>): Effect.Effect<void, unknown> =
     case "user":
       if (rest[0] === "create") return userCreate(rest.slice(1))
       return Effect.fail(new CliError("usage: jobmon user create --email <email> --name <name> [--org <slug>]"))
+    case "org":
+      if (rest[0] === "create") return orgCreate(rest.slice(1))
+      if (rest[0] === "list") return orgList(rest.slice(1))
+      if (rest[0] === "add-member") return orgAddMember(rest.slice(1))
+      return Effect.fail(new CliError(orgUsage))
+    case "import":
+      if (rest[0] === "crontab") {
+        return Effect.flatMap(Effect.promise(() => import("./ImportCrontab.js")), ({ ImportError, importCrontab }) =>
+          Effect.tryPromise({
+            try: () => importCrontab(rest.slice(1)),
+            catch: (error) => error
+          }).pipe(
+            Effect.flatMap((code) => Effect.sync(() => void (process.exitCode = code))),
+            Effect.catchIf((e): e is InstanceType<typeof ImportError> => e instanceof ImportError, (e) =>
+              Effect.sync(() => {
+                console.error(`jobmon: ${e.message}`)
+                process.exitCode = e.exitCode
+              }))
+          ))
+      }
+      return Effect.fail(new CliError("usage: jobmon import crontab [FILE|-] [--apply] (see jobmon help)"))
     case "help":
     case "--help":
     case "-h":

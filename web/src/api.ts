@@ -1,6 +1,6 @@
 /** The API client: the session cookie (with its CSRF token) or, failing that, a Bearer token. */
 
-import type { User } from "./types"
+import type { SessionOrganizations, User } from "./types"
 
 export class ApiError extends Error {
   constructor(readonly status: number, readonly tag: string, message: string, readonly path?: string) {
@@ -70,6 +70,19 @@ export async function login(email: string, password: string): Promise<User> {
 
 export async function acceptInvite(token: string, name: string, password: string): Promise<User> {
   const answer = await api<{ user: User; csrfToken: string }>("POST", "/api/auth/invites/accept", { token, name, password })
+  csrfToken = answer.csrfToken
+  return answer.user
+}
+
+/** The signed-in user's organizations (none for a Bearer token: a token belongs to one). */
+export async function organizations(): Promise<SessionOrganizations> {
+  if (bearer !== null) return { current: "", orgs: [] }
+  return api<SessionOrganizations>("GET", "/api/auth/orgs")
+}
+
+/** The session acts in another of the user's organizations from now on. */
+export async function switchOrganization(orgId: string): Promise<User> {
+  const answer = await api<{ user: User; csrfToken: string }>("POST", "/api/auth/org", { orgId })
   csrfToken = answer.csrfToken
   return answer.user
 }

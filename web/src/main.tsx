@@ -1,7 +1,7 @@
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { currentSession, logout, setUnauthorizedHandler } from "./api"
-import type { User } from "./types"
+import { currentSession, errorText, logout, organizations, setUnauthorizedHandler, switchOrganization } from "./api"
+import type { SessionOrganizations, User } from "./types"
 import { navigate, onLink, useLocation } from "./router"
 import { InvitePage, LoginPage } from "./pages/Login"
 import { MonitorsPage } from "./pages/Monitors"
@@ -17,6 +17,41 @@ const nav = [
   ["/maintenance", "Maintenance"],
   ["/settings", "Settings"]
 ] as const
+
+/**
+ * The organization the session acts in, for a user who belongs to several: choosing another one
+ * switches the session (POST /api/auth/org), and every page then shows that organization only.
+ */
+function OrgSwitcher({ user, onSwitched }: { user: User; onSwitched: (u: User) => void }) {
+  const [orgs, setOrgs] = useState<SessionOrganizations | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  useEffect(() => {
+    if (user.id === "") return
+    void organizations().then(setOrgs, () => setOrgs(null))
+  }, [user.id, user.orgId])
+  if (orgs === null || orgs.orgs.length < 2) return null
+  return (
+    <div class="org">
+      <label for="org-switcher">Organization</label>
+      <select
+        id="org-switcher"
+        value={user.orgId}
+        onChange={async (e) => {
+          const orgId = (e.currentTarget as HTMLSelectElement).value
+          setError(null)
+          try {
+            onSwitched(await switchOrganization(orgId))
+          } catch (err) {
+            setError(errorText(err))
+          }
+        }}
+      >
+        {orgs.orgs.map((org) => <option value={org.id}>{org.name} ({org.slug})</option>)}
+      </select>
+      {error === null ? null : <span role="alert" class="error">{error}</span>}
+    </div>
+  )
+}
 
 function App() {
   const url = useLocation()
@@ -65,12 +100,21 @@ function App() {
             ))}
           </ul>
         </nav>
+        <OrgSwitcher
+          user={user}
+          onSwitched={(u) => {
+            setUser(u)
+            // A monitor or incident page belongs to the organization left behind: start from the list.
+            if (!(nav.some(([href]) => path === href))) navigate("/monitors", true)
+          }}
+        />
         <div class="who">
           <span title={user.email}>{user.name}</span>
           <button type="button" class="link" onClick={async () => { await logout(); setUser(null); navigate("/login", true) }}>Sign out</button>
         </div>
       </header>
-      <main id="main" tabIndex={-1}>{page}</main>
+      {/* Keyed by organization: a switch remounts the page, which loads that organization's data. */}
+      <main id="main" tabIndex={-1} key={user.orgId}>{page}</main>
     </>
   )
 }

@@ -3,7 +3,7 @@
  * (src/<Domain>/Api.ts). The imports are types only, erased from the bundle: the dashboard ships
  * none of the service's code, and a field the API renames or drops fails `npm run typecheck` here.
  */
-import type { SessionUser, TokenInfo, UserInfo } from "../../src/Auth/Api"
+import type { SessionOrganizations as SessionOrganizationsSchema, SessionUser, TokenInfo, UserInfo } from "../../src/Auth/Api"
 import type { AlertChannel, AlertChannelType, ChannelTestResult, ChatWebhook, Delivery, UpdateAlertChannelRequest, Webhook } from "../../src/Delivery/Api"
 import type { Incident } from "../../src/Incidents/Api"
 import type { HistoryEntry, MaintenanceWindow } from "../../src/Maintenance/Api"
@@ -15,6 +15,8 @@ export type { AlertChannel, AlertChannelType, ChatWebhook, Delivery, HistoryEntr
 
 /** The signed-in user (GET /api/auth/me). */
 export type User = typeof SessionUser.Type
+/** GET /api/auth/orgs: the user's organizations and the session's current one. */
+export type SessionOrganizations = typeof SessionOrganizationsSchema.Type
 export type Schedule = typeof ScheduleSchema.Type
 /** GET /api/monitors: one page of the filtered, sorted list. */
 export type MonitorPage = typeof MonitorPageSchema.Type
