@@ -2,6 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import { FetchHttpClient } from "@effect/platform"
 import { Effect, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
 import { spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { AppFromConfig } from "../../src/App.js"
 import { AppConfigWith } from "../../src/Config.js"
 import { Webhooks } from "../../src/Delivery/Webhooks.js"
@@ -235,6 +236,15 @@ layer(MetricsServer, { timeout: 120_000 })("GET /metrics", (it) => {
       expect(metrics.types.get("jobmon_pings_total")).toBe("counter")
       expect(metrics.types.get("jobmon_ping_writer_commit_seconds")).toBe("histogram")
       expect(metrics.types.get("jobmon_monitor_up")).toBe("gauge")
+
+      // docs/metrics.md lists every metric the endpoint serves, with its type
+      const docs = readFileSync(new URL("../../docs/metrics.md", import.meta.url), "utf8")
+      const rows = docs.split("\n").filter((line) => line.startsWith("| `"))
+      for (const [name, type] of metrics.types) {
+        const row = rows.find((line) => line.split("|")[1]!.includes(`\`${name}\``))
+        expect(row, `docs/metrics.md has no row for ${name}`).toBeDefined()
+        expect(row!.split("|")[2]!.trim(), name).toBe(type)
+      }
 
       if (promtool) {
         const check = promtoolCheck(response.text)
