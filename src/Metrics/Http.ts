@@ -6,14 +6,11 @@ import { unavailableOnStatementTimeout as bounded } from "../Db/StatementTimeout
 import { ALERT_CHANNEL_TYPES } from "../Delivery/ChannelRegistry.js"
 import { Engine } from "../Engine/Engine.js"
 import { Api } from "../Http/Api.js"
-import { MonitorStatus } from "../Monitors/Api.js"
 import { Metrics } from "./Metrics.js"
-import { monitorRegistry, type MonitorSample } from "./Monitors.js"
+import { type MonitorSample, renderMonitors } from "./Monitors.js"
 
 /** Every channel type's outbox depth is reported, 0 when nothing waits (a series that comes and goes is harder to alert on). */
 const CHANNEL_TYPES = ["webhook", "discord", ...ALERT_CHANNEL_TYPES.map((type) => type.type)]
-
-const STATUSES = MonitorStatus.literals as ReadonlyArray<string>
 
 export const MetricsHttpLive = HttpApiBuilder.group(Api, "metrics", (handlers) =>
   Effect.gen(function*() {
@@ -55,8 +52,8 @@ export const MetricsHttpLive = HttpApiBuilder.group(Api, "metrics", (handlers) =
         for (const { channel, n } of depth) counts.set(channel, n)
         metrics.setQueueDepth([...counts].map(([channel, n]) => ({ channel, n })))
         metrics.setEngineMonitors(engine.size())
-        const perMonitor = monitorRegistry(monitors, STATUSES)
-        return yield* Effect.promise(() => metrics.expose(perMonitor))
+        const service = yield* Effect.promise(() => metrics.render())
+        return `${service}\n${yield* renderMonitors(monitors)}`
       }))
     )
   })

@@ -4,8 +4,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 /**
  * The service's own Prometheus metrics (docs/metrics.md): one prom-client `Registry` per app (not
  * prom-client's global one, so that several servers in one process, as in the tests, keep their
- * counts apart), the process metrics prom-client collects, and the recorders the ping intake, the
- * engine and the delivery worker call.
+ * counts apart), the process metrics prom-client collects (one registry per process), and the
+ * recorders the ping intake, the engine and the delivery worker call.
  *
  * What the hot paths pay: the ping intake adds one to a slot of a plain array per answered ping
  * (`pingAnswered`; the counter takes the increase at scrape time), and the run writer two
@@ -73,13 +73,28 @@ const LAG_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300]
 /** prom-client's default metrics that are gauges named like counters: left out (`sum(nodejs_active_handles)` gives each). */
 const NOT_COUNTERS_NAMED_TOTAL = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]
 
+let processMetrics: Registry | undefined
+
+/**
+ * The process's metrics (prom-client's defaults: CPU, memory, event loop, heap, GC), in a registry
+ * of their own made once per process: they describe the process whichever app in it answers, and
+ * what collects them (an event-loop delay monitor, a GC observer) is never stopped, so it is not
+ * made again for every app a process builds (the tests build many).
+ */
+const processRegistry = (): Registry => {
+  if (processMetrics !== undefined) return processMetrics
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  // Gauges whose names end in `_total`, which Prometheus keeps for counters (`promtool check
+  // metrics` says so): each is the sum of its by-type gauge (`nodejs_active_handles` …), kept.
+  for (const name of NOT_COUNTERS_NAMED_TOTAL) registry.removeSingleMetric(name)
+  return processMetrics = registry
+}
+
 export class Metrics extends Effect.Service<Metrics>()("jobmon/Metrics", {
   sync: () => {
     const registry = new Registry()
-    collectDefaultMetrics({ register: registry })
-    // Gauges whose names end in `_total`, which Prometheus keeps for counters (`promtool check
-    // metrics` says so): each is the sum of its by-type gauge (`nodejs_active_handles` …), kept.
-    for (const name of NOT_COUNTERS_NAMED_TOTAL) registry.removeSingleMetric(name)
+    processRegistry()
 
     // ---- ping intake --------------------------------------------------------------------------
     // The intake counts into plain numbers; the counter takes what was added since the last scrape.
@@ -159,11 +174,8 @@ export class Metrics extends Effect.Service<Metrics>()("jobmon/Metrics", {
       delivered: (channel: string, outcome: DeliveryOutcome, n = 1): void => {
         if (n > 0) deliveries.inc({ channel, outcome }, n)
       },
-      /**
-       * The scrape's answer: this instance's metrics and `extra` (the scraping organization's
-       * monitors), in the text format.
-       */
-      expose: (extra: Registry): Promise<string> => Registry.merge([registry, extra]).metrics(),
+      /** This instance's metrics, the process's first, in the text format. */
+      render: (): Promise<string> => Registry.merge([processRegistry(), registry]).metrics(),
       /** Set at scrape time: the engine's actors here, and the outbox by channel type. */
       setEngineMonitors: (n: number): void => engineMonitors.set(n),
       setQueueDepth: (byChannel: ReadonlyArray<{ readonly channel: string; readonly n: number }>): void => {

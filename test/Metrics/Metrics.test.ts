@@ -1,4 +1,4 @@
-import { expect, layer } from "@effect/vitest"
+import { expect, it, layer } from "@effect/vitest"
 import { FetchHttpClient } from "@effect/platform"
 import { Effect, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
 import { spawnSync } from "node:child_process"
@@ -8,6 +8,7 @@ import { AppConfigWith } from "../../src/Config.js"
 import { Webhooks } from "../../src/Delivery/Webhooks.js"
 import { Engine } from "../../src/Engine/Engine.js"
 import { ServerAddress } from "../../src/Http/Server.js"
+import { type MonitorSample, renderMonitors } from "../../src/Metrics/Monitors.js"
 import { receiver } from "../Delivery/receiver.js"
 import { call, createMonitor, createOrganization, createToken, makeTestDatabase, newAdminToken, sendPing, TestApp } from "../support/fixture.js"
 
@@ -134,6 +135,42 @@ const scrape = (token: string | null) => call("GET", "/metrics", { token })
 
 const monitorLabels = (id: string) => ({ monitor_id: id })
 
+const sample = (changes: Partial<MonitorSample>): MonitorSample => ({
+  id: "0d6f1c2e-1111-4222-8333-444455556666",
+  name: "job",
+  tags: [],
+  status: "OK",
+  health_score: 100,
+  last_ping_at: new Date("2026-01-31T03:00:00.000Z"),
+  next_expected_at: new Date("2026-02-01T03:00:00.000Z"),
+  open_incidents: 0,
+  ...changes
+})
+
+it.effect("any name or tag is a valid label value: the text parses back to it, and promtool accepts it", () =>
+  Effect.gen(function*() {
+    const tricky = [
+      sample({ id: "00000000-0000-4000-8000-000000000001", name: 'line one\nline two "quoted" \\ back\\slash', tags: ["b,c", 'q"uote', "a"] }),
+      sample({ id: "00000000-0000-4000-8000-000000000002", name: "日本語 ✓ {braces} = #hash", tags: ["x", "x"], status: "PAUSED", next_expected_at: null }),
+      sample({ id: "00000000-0000-4000-8000-000000000003", name: "never pinged", status: "NEW", last_ping_at: null, health_score: 37.5, open_incidents: 2 })
+    ]
+    const text = yield* renderMonitors(tricky)
+    const parsed = parseExposition(text)
+    const [first, second, third] = tricky.map((m) => find(parsed, "jobmon_monitor_up", { monitor_id: m.id }))
+    expect(first![0]!.labels).toEqual({ monitor_id: tricky[0]!.id, name: tricky[0]!.name, tags: 'a,b,c,q"uote' })
+    expect(second![0]!.labels).toEqual({ monitor_id: tricky[1]!.id, name: tricky[1]!.name, tags: "x" })
+    expect(third![0]!.value).toBe(1)
+    expect(valueOf(parsed, "jobmon_monitor_health_score", { monitor_id: tricky[2]!.id })).toBe(37.5)
+    expect(valueOf(parsed, "jobmon_monitor_open_incidents", { monitor_id: tricky[2]!.id })).toBe(2)
+    expect(find(parsed, "jobmon_monitor_last_ping_timestamp_seconds", { monitor_id: tricky[2]!.id })).toEqual([])
+    expect(find(parsed, "jobmon_monitor_next_expected_timestamp_seconds", { monitor_id: tricky[1]!.id })).toEqual([])
+    expect(valueOf(parsed, "jobmon_monitor_last_ping_timestamp_seconds", { monitor_id: tricky[0]!.id })).toBe(Date.parse("2026-01-31T03:00:00.000Z") / 1000)
+    expect(find(parsed, "jobmon_monitor_status").map((s) => s.labels.status)).toEqual(["OK", "PAUSED", "NEW"])
+    // six families, each with its type and help once
+    expect([...parsed.types].filter(([name]) => name.startsWith("jobmon_monitor_"))).toHaveLength(6)
+    if (promtool) expect(promtoolCheck(text)).toEqual({ status: 0, output: "" })
+  }))
+
 // The whole service runs on the TestClock: deadlines fire only when the test moves the clock.
 layer(MetricsServer, { timeout: 120_000 })("GET /metrics", (it) => {
   it.effect("after known activity: per-monitor values as the API shows them, service counters as counted; promtool accepts it", () =>
@@ -174,9 +211,7 @@ layer(MetricsServer, { timeout: 120_000 })("GET /metrics", (it) => {
       for (const monitor of [backup, report, heartbeat, paused]) {
         const shown = (yield* call("GET", `/api/monitors/${monitor.id}`)).body
         const labels = monitorLabels(monitor.id)
-        expect(valueOf(metrics, "jobmon_monitor_status", { ...labels, status: shown.status }), monitor.name).toBe(1)
-        expect(find(metrics, "jobmon_monitor_status", labels).filter((s) => s.value === 1)).toHaveLength(1)
-        expect(find(metrics, "jobmon_monitor_status", labels)).toHaveLength(7)
+        expect(find(metrics, "jobmon_monitor_status", labels).map((s) => [s.labels.status, s.value]), monitor.name).toEqual([[shown.status, 1]])
         expect(valueOf(metrics, "jobmon_monitor_health_score", labels)).toBe(shown.healthScore)
         const lastPing = find(metrics, "jobmon_monitor_last_ping_timestamp_seconds", labels)
         expect(lastPing.map((s) => s.value * 1000)).toEqual(shown.lastPingAt === null ? [] : [Date.parse(shown.lastPingAt)])
