@@ -72,3 +72,15 @@ export const promtoolCheck = (text: string) => {
   return { status: run.status, output: `${run.stdout}${run.stderr}` }
 }
 
+
+/**
+ * Runs `promtool check metrics` over the text and answers what it said (it must say nothing and exit
+ * 0), or says that the check was skipped when promtool is not on PATH (CI installs it).
+ */
+export const checkWithPromtool = (text: string): { status: number | null; output: string } | "skipped" => {
+  if (!promtool) {
+    console.warn("promtool is not on PATH: the `promtool check metrics` check was skipped (Debian: apt-get install prometheus)")
+    return "skipped"
+  }
+  return promtoolCheck(text)
+}
