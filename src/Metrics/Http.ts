@@ -27,8 +27,9 @@ export const MetricsHttpLive = HttpApiBuilder.group(Api, "metrics", (handlers) =
                coalesce(i.open, 0)::int as open_incidents
         from monitors m
         left join (
+          -- the predicate of the partial index of active incidents (sql/0003): resolved ones are never read
           select monitor_id, count(*) as open from incidents
-          where org_id = ${orgId} and status <> 'RESOLVED'
+          where org_id = ${orgId} and status in ('OPEN', 'ACKNOWLEDGED')
           group by monitor_id
         ) i on i.monitor_id = m.id
         where m.org_id = ${orgId} and m.deleted_at is null
