@@ -1,6 +1,6 @@
 import { expect, it, layer } from "@effect/vitest"
 import { FetchHttpClient } from "@effect/platform"
-import { Effect, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
+import { Effect, Exit, Layer, Logger, LogLevel, Option, Redacted, Scope, TestClock } from "effect"
 import { readFileSync } from "node:fs"
 import { AppFromConfig } from "../../src/App.js"
 import { AppConfigWith } from "../../src/Config.js"
@@ -10,7 +10,7 @@ import { ServerAddress } from "../../src/Http/Server.js"
 import { type MonitorSample, renderMonitors } from "../../src/Metrics/Monitors.js"
 import { receiver } from "../Delivery/receiver.js"
 import { checkWithPromtool, find, parseExposition, valueOf } from "./exposition.js"
-import { call, createMonitor, createOrganization, createToken, makeTestDatabase, newAdminToken, sendPing, TestApp } from "../support/fixture.js"
+import { AppOn, call, createMonitor, createOrganization, createToken, makeTestDatabase, newAdminToken, sendPing, TestApp } from "../support/fixture.js"
 
 /**
  * GET /metrics through the real server after known activity: monitors created, pings sent (some
@@ -101,6 +101,34 @@ it.effect("any name or tag is a valid label value: the text parses back to it, a
     const check = checkWithPromtool(text)
     if (check !== "skipped") expect(check).toEqual({ status: 0, output: "" })
   }))
+
+it.effect("a deadline that fell due while the service was down fires as it starts again, and the lag says how late", () =>
+  Effect.gen(function*() {
+    const db = yield* makeTestDatabase()
+    const token = newAdminToken()
+    /** One life of the service on this database: start, use, stop. */
+    const run = <A, E>(use: Effect.Effect<A, E, any>): Effect.Effect<A, unknown> =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(AppOn(db.url, token), scope)
+        return yield* (Effect.provide(use, context) as Effect.Effect<A, E>).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
+      })
+    // expected 10 minutes after its creation, MISSED a minute later (its grace)
+    const monitor = yield* run(createMonitor({ schedule: { type: "interval", expression: "10m" }, graceSeconds: 60 }))
+    // down for an hour
+    yield* TestClock.adjust("1 hour")
+    const text = yield* run(Effect.gen(function*() {
+      yield* settle
+      return (yield* scrape(token)).text
+    }))
+    const metrics = parseExposition(text)
+    // the missed deadline fired once, 49 minutes (2,940 s) after it was due
+    expect(valueOf(metrics, "jobmon_engine_deadline_lag_seconds_count")).toBe(1)
+    expect(valueOf(metrics, "jobmon_engine_deadline_lag_seconds_sum")).toBe(2940)
+    expect(valueOf(metrics, "jobmon_engine_deadline_lag_seconds_bucket", { le: "300" })).toBe(0)
+    expect(valueOf(metrics, "jobmon_engine_deadline_lag_seconds_bucket", { le: "+Inf" })).toBe(1)
+    expect(valueOf(metrics, "jobmon_monitor_status", { monitor_id: monitor.id, status: "MISSED" })).toBe(1)
+  }).pipe(Effect.scoped), 120_000)
 
 // The whole service runs on the TestClock: deadlines fire only when the test moves the clock.
 layer(MetricsServer, { timeout: 120_000 })("GET /metrics", (it) => {
