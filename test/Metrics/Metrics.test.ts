@@ -135,6 +135,7 @@ layer(MetricsServer, { timeout: 120_000 })("GET /metrics", (it) => {
   it.effect("after known activity: per-monitor values as the API shows them, service counters as counted; promtool accepts it", () =>
     Effect.scoped(Effect.gen(function*() {
       const hookTarget = yield* receiver([200])
+      const failingTarget = yield* receiver([500])
       // Escaping: a quote, a backslash and a non-ASCII letter in the name; tags out of order.
       const backup = yield* createMonitor({ name: 'nightly "backup" \\ Zürich', tags: ["nightly", "db"] })
       const report = yield* createMonitor({ name: "weekly report", tags: ["reports"] })
@@ -143,6 +144,8 @@ layer(MetricsServer, { timeout: 120_000 })("GET /metrics", (it) => {
       expect((yield* call("POST", `/api/monitors/${paused.id}/pause`)).status).toBe(200)
       const hook = yield* call("POST", "/api/webhooks", { body: { url: hookTarget.url, events: ["incident.opened"] } })
       expect(hook.status, hook.text).toBe(201)
+      const failingHook = yield* call("POST", "/api/webhooks", { body: { url: failingTarget.url, events: ["incident.opened"] } })
+      expect(failingHook.status, failingHook.text).toBe(201)
 
       // Pings, one at a time (one batch each): 4 accepted, 1 to an unknown monitor, 1 without a token, 1 invalid.
       expect((yield* sendPing(backup.id, "start")).status).toBe(200)
@@ -159,6 +162,10 @@ layer(MetricsServer, { timeout: 120_000 })("GET /metrics", (it) => {
       // The alert of the FAIL (and of the MISSED) goes out to the receiver.
       yield* Effect.flatMap(Webhooks, (w) => w.flush)
       expect(hookTarget.received).toHaveLength(2)
+      // the other receiver answers 500: its deliveries are retried (the first while the clock moved)
+      const failingDeliveries = (yield* call("GET", `/api/webhooks/${failingHook.body.id}/deliveries`)).body.deliveries as Array<any>
+      expect(failingDeliveries).toHaveLength(2)
+      expect(failingTarget.received.length).toBeGreaterThanOrEqual(2)
 
       const read = yield* createToken("read")
       const response = yield* scrape(read.token)
@@ -215,8 +222,15 @@ layer(MetricsServer, { timeout: 120_000 })("GET /metrics", (it) => {
       expect(valueOf(metrics, "jobmon_engine_deadline_lag_seconds_sum")).toBe(0)
       expect(valueOf(metrics, "jobmon_engine_monitors")).toBe(4)
       expect(valueOf(metrics, "jobmon_deliveries_total", { channel: "webhook", outcome: "delivered" })).toBe(2)
-      expect(find(metrics, "jobmon_deliveries_total", { outcome: "failed" })).toEqual([])
-      expect(valueOf(metrics, "jobmon_delivery_queue_depth", { channel: "webhook" })).toBe(0)
+      // every 500 was counted: retried, or failed for good once no retry was left
+      const refused = find(metrics, "jobmon_deliveries_total", { channel: "webhook" })
+        .filter((s) => s.labels.outcome === "retrying" || s.labels.outcome === "failed")
+        .reduce((sum, s) => sum + s.value, 0)
+      expect(refused).toBe(failingTarget.received.length)
+      expect(valueOf(metrics, "jobmon_deliveries_total", { channel: "webhook", outcome: "retrying" })).toBeGreaterThanOrEqual(2)
+      // the outbox holds what still waits for a retry
+      expect(valueOf(metrics, "jobmon_delivery_queue_depth", { channel: "webhook" }))
+        .toBe(failingDeliveries.filter((d) => d.status === "pending").length)
       expect(valueOf(metrics, "jobmon_delivery_queue_depth", { channel: "slack" })).toBe(0)
       // process metrics (prom-client's defaults)
       expect(valueOf(metrics, "process_cpu_user_seconds_total")).toBeGreaterThan(0)
