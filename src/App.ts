@@ -17,6 +17,7 @@ import { HttpServerLive, NoFastRoutes } from "./Http/Server.js"
 import { Incidents } from "./Incidents/Incidents.js"
 import { IncidentListener } from "./Incidents/Listener.js"
 import { MaintenanceLive } from "./Maintenance/Maintenance.js"
+import { Metrics } from "./Metrics/Metrics.js"
 import { MonitorCache } from "./Monitors/MonitorCache.js"
 import { Monitors } from "./Monitors/Monitors.js"
 import { FastPingRoutes } from "./Pings/FastRoute.js"
@@ -76,6 +77,9 @@ const FoundationLive = Layer.mergeAll(
 )
 
 const CoreServicesLive = Layer.mergeAll(
+  // this instance's Prometheus registry (GET /metrics); the same layer the intake, the engine and
+  // the delivery worker name, built once
+  Metrics.Default,
   // several instances: the shards' keepers, over the engine (src/Cluster/Cluster.ts)
   ClusterKeepersLive,
   Monitors.Default,

@@ -27,7 +27,7 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("job
 }) {}
 
 export const ScopeSchema = Schema.Literal(...Scopes).annotations({
-  description: "admin: everything incl. tokens; write: read and change; read: GET only; ping: only the ping intake"
+  description: "admin: everything incl. tokens; write: read and change; read: GET only; ping: only the ping intake; metrics: only the Prometheus scrape (GET /metrics)"
 })
 
 export const TokenInfo = Schema.Struct({

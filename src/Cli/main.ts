@@ -12,7 +12,7 @@ const usage = `jobmon — job monitoring service
 Usage:
   jobmon serve                      run the service (what npm start runs)
   jobmon migrate                    apply database migrations and exit
-  jobmon token create --scope <admin|write|read|ping> --name <name> [--org <slug>] [--expires <ISO date>]
+  jobmon token create --scope <admin|write|read|ping|metrics> --name <name> [--org <slug>] [--expires <ISO date>]
                                     print a new access token
   jobmon exec --monitor <id> [--url <base>] [--token <token>] [--max-output-kb <n>] -- <command> [args…]
                                     run a job and report it: start, then success or fail with its

@@ -3,6 +3,7 @@ import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../Config.js"
 import { BadGateway } from "../Domain/Errors.js"
+import { type DeliveryOutcome, Metrics } from "../Metrics/Metrics.js"
 import {
   answerOf,
   type Channel,
@@ -59,6 +60,12 @@ const inPool = async <A, B>(items: ReadonlyArray<A>, limit: number, work: (item:
   return results
 }
 
+/** A kind's channel type as the API names it, the `channel` label of the delivery metrics (docs/metrics.md). */
+const channelTypeOf = (kind: { readonly table: string; readonly type?: string | undefined }): string =>
+  kind.type ?? (kind.table === "chat_webhooks" ? "discord" : "webhook")
+
+const OUTCOME_OF: Record<Attempted["status"], DeliveryOutcome> = { succeeded: "delivered", pending: "retrying", failed: "failed" }
+
 const minuteOf = (now: number) => Math.floor(now / RATE_WINDOW_MS) * RATE_WINDOW_MS
 
 /** A stored delivery as its channel reads it, with its row. */
@@ -106,7 +113,12 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
     const config = yield* AppConfig
     const registry = yield* ChannelRegistry
     const mailer = yield* Mailer
+    const metrics = yield* Metrics
     const { chat, webhook } = registry
+    /** Attempts recorded, counted by what they came to (once written: counted what the history shows). */
+    const countAttempts = (channel: string, attempts: ReadonlyArray<{ readonly status: Attempted["status"] }>) => {
+      for (const a of attempts) metrics.delivered(channel, OUTCOME_OF[a.status])
+    }
     const webhookChannel = webhook.channel
     /** One attempt, over the transport its channel chose. */
     const sendRequest = (request: Transmission): Promise<SendResult> =>
@@ -180,7 +192,10 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
           yield* deliveries.postponeUnclaimed([...full], nextMinute, new Date(now))
           settled.push(...yield* deliveries.postponeClaimed(waiting, nextMinute))
         }
-        if (orphaned.length > 0) settled.push(...yield* deliveries.failOrphaned(orphaned))
+        if (orphaned.length > 0) {
+          settled.push(...yield* deliveries.failOrphaned(orphaned))
+          metrics.delivered("webhook", "dropped", orphaned.length)
+        }
         const attemptOne = async ({ count, delivery, hook }: (typeof toSend)[number]): Promise<Attempted> => {
           const request = webhookChannel.requestFor(hook, [messageOf(delivery)], {
             at: now,
@@ -193,6 +208,7 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
         // (docs/performance.md#figures-behind-code-comments)
         const attempts = yield* Effect.promise(() => inPool(toSend, SEND_CONCURRENCY, attemptOne))
         settled.push(...yield* deliveries.recordAttempts(attempts, answer))
+        countAttempts("webhook", attempts)
         return settled
       }).pipe(Effect.orDie)
 
@@ -238,6 +254,7 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
           const answer = settle(channel, group.map((m) => m.row), result, request.headers, now)
           waitUntil = answer.waitUntil
           yield* deliveries.recordAttempts(answer.attempts)
+          countAttempts(channelTypeOf(kind), answer.attempts)
           if (answer.verdict._tag === "Invalid") {
             yield* deliveries.invalidate(kind, id, answer.verdict.reason, new Date(now))
             break
@@ -259,6 +276,7 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
         const due = yield* deliveries.dueOf(kind, row.id, new Date(now), WHOLE_ROWS_PER_ROUND)
         if (row.deleted || row.status !== "active") {
           yield* deliveries.failClaimed(due.map((d) => d.id), `${kind.noun} ${row.deleted ? "deleted" : "invalid"}`)
+          metrics.delivered(channelTypeOf(kind), "dropped", due.length)
           return yield* deliveries.release(kind, row.id)
         }
         const waitUntil = yield* sendWaiting(kind, row.id, kind.destinationOf(row), due, now)
@@ -370,11 +388,12 @@ export class Attempts extends Effect.Service<Attempts>()("jobmon/Attempts", {
             next: null
           }
         })
+        metrics.delivered(channelTypeOf(kind), verdict._tag === "Delivered" ? "delivered" : "failed")
         if (verdict._tag === "Invalid") yield* deliveries.invalidate(kind, row.id, verdict.reason, new Date(now))
         return { delivery, verdict, answer: describeAnswer(result) }
       })
 
     return { sendDue, testWebhook, testChat, testWhole } as const
   }),
-  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default, ChannelRegistry.Default, Mailer.Default]
+  dependencies: [DeliveriesRepo.Default, DestinationsRepo.Default, ChannelRegistry.Default, Mailer.Default, Metrics.Default]
 }) {}

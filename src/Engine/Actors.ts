@@ -1,5 +1,6 @@
 import { type Cause, Clock, Effect, Queue, Runtime, type Scope } from "effect"
 import { Incidents } from "../Incidents/Incidents.js"
+import { Metrics } from "../Metrics/Metrics.js"
 import { HealthRefresh } from "./HealthRefresh.js"
 import { DeadlineHeap, type HeapEntry } from "./Heap.js"
 import { markLoaded, mayBeHeld, needsDurations, runsToMark } from "./HistoryLoad.js"
@@ -56,6 +57,7 @@ export const makeActors = (
     const health = yield* HealthRefresh
     const incidents = yield* Incidents
     const shards = yield* ShardSet
+    const { deadlineFired } = yield* Metrics
     const clustered = shards.clustered
     const runtime = yield* Effect.runtime<never>()
     const actors = new Map<string, Actor>()
@@ -108,6 +110,9 @@ export const makeActors = (
           const actor = actors.get(top.key)
           if (actor !== undefined && actor.version === top.version) {
             actor.deadline = null
+            // How late the deadline fires: the timer's lateness, or a deadline that passed while
+            // no instance ran the monitor (a restart, a failover) firing at once (docs/metrics.md).
+            deadlineFired(now - top.at)
             enqueue(actor, { _tag: "Tick", at: now })
           }
           top = heap.peek()

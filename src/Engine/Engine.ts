@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Metrics } from "../Metrics/Metrics.js"
 import type { MonitorRow } from "../Monitors/MonitorsRepo.js"
 import { makeActors } from "./Actors.js"
 import { HealthRefresh } from "./HealthRefresh.js"
@@ -114,5 +115,5 @@ export class Engine extends Effect.Service<Engine>()("jobmon/Engine", {
       size: actors.size
     } as const
   }),
-  dependencies: [StateLoader.Default, MonitorWriter.Default, HealthRefresh.Default, ShardSet.Default]
+  dependencies: [StateLoader.Default, MonitorWriter.Default, HealthRefresh.Default, ShardSet.Default, Metrics.Default]
 }) {}

@@ -11,6 +11,7 @@ import { MaintenanceApi } from "../Maintenance/Api.js"
 import { AlertChannelsApi, ChatApi, WebhooksApi } from "../Delivery/Api.js"
 import { ClusterApi } from "../Cluster/Api.js"
 import { StorageApi } from "../Db/StorageApi.js"
+import { MetricsApi } from "../Metrics/Api.js"
 
 export class HealthApi extends HttpApiGroup.make("health")
   .add(
@@ -39,6 +40,7 @@ export class Api extends HttpApi.make("jobmon")
   .add(AlertChannelsApi)
   .add(StorageApi)
   .add(ClusterApi)
+  .add(MetricsApi)
   .addError(ValidationError)
   .addError(NotFound)
   .addError(MethodNotAllowed)

@@ -37,6 +37,7 @@ import { AlertChannelsHttpLive, ChatHttpLive, WebhooksHttpLive } from "../Delive
 import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
 import { ClusterHttpLive } from "../Cluster/Http.js"
 import { StorageHttpLive } from "../Db/StorageHttp.js"
+import { MetricsHttpLive } from "../Metrics/Http.js"
 import { Api } from "./Api.js"
 import { notFoundOrNotAllowed, routeTable, validationFromDecode } from "./Errors.js"
 import { HealthHttpLive } from "./Health.js"
@@ -252,7 +253,7 @@ const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerRespon
   )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive, AlertChannelsHttpLive, StorageHttpLive, ClusterHttpLive]),
+  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive, AlertChannelsHttpLive, StorageHttpLive, ClusterHttpLive, MetricsHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -6,7 +6,7 @@ import { packageRoot } from "../PackageRoot.js"
 
 /**
  * The dashboard (docs/dashboard.md): the single-page app built into web/dist by `npm run build:web`.
- * GET/HEAD of any path outside /api and /healthz is answered here; /assets/* are the hashed,
+ * GET/HEAD of any path outside /api, /healthz and /metrics is answered here; /assets/* are the hashed,
  * immutable bundle files; every other path is a page of the app and gets index.html. Everything
  * else (all of /api, other methods) is passed on to the API router untouched.
  */
@@ -52,7 +52,7 @@ interface File {
 /** The API's paths, in any letter case: the router matches them so (src/Http/Canonical.ts). */
 const isApi = (path: string) => {
   const lower = path.toLowerCase()
-  return lower === "/api" || lower.startsWith("/api/") || lower === "/healthz"
+  return lower === "/api" || lower.startsWith("/api/") || lower === "/healthz" || lower === "/metrics"
 }
 
 /** Answers dashboard requests; returns false for anything it leaves to the API router. */

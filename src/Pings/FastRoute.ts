@@ -2,6 +2,7 @@ import { Effect, Layer } from "effect"
 import type * as http from "node:http"
 import { MAX_BODY_BYTES, PAYLOAD_TOO_LARGE_REPLY } from "../Domain/Errors.js"
 import { FastRoutes, refuseRestOfBody, sendJson } from "../Http/Server.js"
+import { Metrics } from "../Metrics/Metrics.js"
 import { Intake, type PingReply } from "./Intake.js"
 
 // Any letter case, as the router matches (the request target is already canonical: src/Http/Canonical.ts).
@@ -18,6 +19,7 @@ export const FastPingRoutes = Layer.effect(
   FastRoutes,
   Effect.gen(function*() {
     const intake = yield* Intake
+    const { pingAnswered } = yield* Metrics
     const handle = (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
       if (req.method !== "POST") return false
       const url = req.url ?? "/"
@@ -34,6 +36,7 @@ export const FastPingRoutes = Layer.effect(
           tooLarge = true
           chunks.length = 0
           refuseRestOfBody(req)
+          pingAnswered(PAYLOAD_TOO_LARGE_REPLY.status)
           send(res, PAYLOAD_TOO_LARGE_REPLY)
           return
         }
@@ -58,7 +61,11 @@ export const FastPingRoutes = Layer.effect(
             query: q < 0 ? "" : url.slice(q + 1),
             body: chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")
           },
-          (reply) => send(res, reply)
+          (reply) => {
+            // counted as answered: one increment of a plain number (src/Metrics/Metrics.ts)
+            pingAnswered(reply.status)
+            send(res, reply)
+          }
         )
       })
       return true

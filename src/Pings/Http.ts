@@ -8,6 +8,7 @@ import { iso, parseInstantParam } from "../Domain/Instant.js"
 import { DEFAULT_PAGE_LIMIT } from "../Domain/Schemas.js"
 import { unavailableOnStatementTimeout as bounded } from "../Db/StatementTimeout.js"
 import { Api } from "../Http/Api.js"
+import { Metrics } from "../Metrics/Metrics.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { DEFAULT_WINDOW, parseWindow } from "../Stats/Window.js"
 import { Intake } from "./Intake.js"
@@ -17,6 +18,7 @@ import type { Run, RunSummary } from "./Api.js"
 export const PingsHttpLive = HttpApiBuilder.group(Api, "pings", (handlers) =>
   Effect.gen(function*() {
     const intake = yield* Intake
+    const { pingAnswered } = yield* Metrics
     const handle = (kind: "start" | "success" | "fail") =>
     ({ path, request }: { path: { readonly monitorId: string }; request: HttpServerRequest.HttpServerRequest }) =>
       Effect.gen(function*() {
@@ -29,6 +31,7 @@ export const PingsHttpLive = HttpApiBuilder.group(Api, "pings", (handlers) =>
           query: q < 0 ? "" : request.url.slice(q + 1),
           body
         })
+        pingAnswered(reply.status)
         return HttpServerResponse.unsafeJson(reply.body, { status: reply.status, headers: reply.headers ?? {} })
       })
     // handleRaw: the intake reads and validates the body itself, exactly as on the fast route.

@@ -12,6 +12,7 @@ import { isUuid, newTimeOrderedId } from "../Domain/Ids.js"
 import { type NewsRun, News } from "../Cluster/News.js"
 import { Engine } from "../Engine/Engine.js"
 import type { EngineEvent } from "../Engine/Model.js"
+import { Metrics } from "../Metrics/Metrics.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
 import { escapeRawControlCharacters, prepareOutput } from "./Output.js"
 import { type OpenRun, pair, type PairingContext, type PingKind } from "./Pairing.js"
@@ -127,7 +128,7 @@ const pairingContext = (info: MonitorInfo, state: MonitorPingState): PairingCont
 })
 
 export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
-  dependencies: [MonitorCache.Default, News.Default],
+  dependencies: [MonitorCache.Default, News.Default, Metrics.Default],
   scoped: Effect.gen(function*() {
     const config = yield* AppConfig
     const tokens = yield* Tokens
@@ -138,7 +139,9 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const sql = yield* SqlClient.SqlClient
     const clock = yield* Effect.clock
     const runtime = yield* Effect.runtime<never>()
+    const metrics = yield* Metrics
     const writer = new RunWriter(database.pool, config.pingWriterLanes)
+    writer.afterCommit = metrics.writerBatch
     yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
     if (news.clustered) writer.newsOrigin = news.origin
 

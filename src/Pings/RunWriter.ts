@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks"
 import type pg from "pg"
 import { encodePingNews, NEWS_CHANNEL } from "../Cluster/News.js"
 import { PING_EVENTS_LOCK_KEY } from "../Events/EventsRepo.js"
@@ -260,6 +261,12 @@ export class RunWriter {
   afterSettle: () => void = () => {}
 
   /**
+   * Called once per committed batch with its runs and the seconds from sending it to its commit
+   * (the service's metrics: src/Metrics/Metrics.ts). Keep it cheap.
+   */
+  afterCommit: (rows: number, seconds: number) => void = () => {}
+
+  /**
    * Called once a batch that recorded ping.received events has committed and been answered (the
    * delivery worker's wake-up: ping events send no notification). Keep it cheap.
    */
@@ -348,11 +355,19 @@ export class RunWriter {
         values: [...columnsOf(rows), ...eventColumnsOf(events), encodePingNews(origin, rows)]
       }
       : { name: "jobmon_runs_upsert_news", text: UPSERT_NEWS, values: [...columnsOf(rows), encodePingNews(origin, rows)] }
+    // Latency is measured on the monotonic clock: it is an elapsed time, not the domain's time.
+    const sentAt = performance.now()
     this.send(lane, query, (error) => {
       if (error === undefined) {
+        const seconds = (performance.now() - sentAt) / 1000
         // Committed. The next batch goes to PostgreSQL first (it holds only pings that arrived
         // while this one was in flight), then this one's callers are answered while it is written.
         then()
+        try {
+          this.afterCommit(n, seconds)
+        } catch {
+          // the metrics must not stop the writer
+        }
         this.settle(batch, undefined, n)
         if (events.length > 0) this.signalPingEvents()
         return

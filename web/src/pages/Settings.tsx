@@ -65,6 +65,7 @@ function Tokens() {
             <option value="read">read: GET only</option>
             <option value="write">write: read and change</option>
             <option value="ping">ping: the ping intake only</option>
+            <option value="metrics">metrics: the Prometheus scrape only</option>
             <option value="admin">admin: everything</option>
           </select>
         </label>
