@@ -101,3 +101,37 @@ export class RunsApi extends HttpApiGroup.make("runs")
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Runs")
 {}
+
+export const OrganizationKeys = Schema.Struct({
+  pingKey: Schema.String.annotations({ description: "the organization's ping key: /ping/<pingKey>/<slug> pings the monitor with that slug" }),
+  slugPingUrl: Schema.String.annotations({ description: "the base of slug ping URLs: append /<slug> (and ?create=1 to create the monitor on its first ping)" }),
+  badgeKey: Schema.String.annotations({ description: "the organization's badge key: /badge/<badgeKey>/<slug or tag>.svg is public" }),
+  badgeUrl: Schema.String.annotations({ description: "the base of badge URLs: append /<slug or tag>.svg, .json or .shields" })
+})
+export type OrganizationKeys = typeof OrganizationKeys.Type
+
+/**
+ * The organization's capability keys (docs/decisions.md#ping-urls-slugs-and-badges): credentials, so
+ * admin only, and rotatable (the old key answers 404 at once).
+ */
+export class KeysApi extends HttpApiGroup.make("keys")
+  .add(
+    HttpApiEndpoint.get("get", "/api/keys")
+      .addSuccess(OrganizationKeys)
+      .annotate(OpenApi.Summary, "The organization's ping key and badge key (admin)")
+  )
+  .add(
+    HttpApiEndpoint.post("rotatePingKey", "/api/keys/ping/rotate")
+      .addSuccess(OrganizationKeys)
+      .annotate(OpenApi.Summary, "A new ping key: every slug ping URL changes, the old ones answer 404")
+  )
+  .add(
+    HttpApiEndpoint.post("rotateBadgeKey", "/api/keys/badge/rotate")
+      .addSuccess(OrganizationKeys)
+      .annotate(OpenApi.Summary, "A new badge key: every badge URL changes, the old ones answer 404")
+  )
+  .addError(ServiceUnavailable)
+  .middleware(Authentication)
+  .annotate(RequiredScope, "admin")
+  .annotate(OpenApi.Title, "Ping and badge keys")
+{}

@@ -11,7 +11,10 @@ import { Api } from "../Http/Api.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { DEFAULT_WINDOW, parseWindow } from "../Stats/Window.js"
 import { Intake } from "./Intake.js"
-import type { Run, RunSummary } from "./Api.js"
+import type { OrganizationKeys, Run, RunSummary } from "./Api.js"
+import { AppConfig } from "../Config.js"
+import { OrgKeys, type OrgKeysRow } from "./OrgKeys.js"
+import { slugPingUrlOf } from "./PingUrls.js"
 
 /** The HttpApi form of the ping routes: the same intake as the fast route, reply for reply. */
 export const PingsHttpLive = HttpApiBuilder.group(Api, "pings", (handlers) =>
@@ -127,5 +130,23 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
         }
         return summary
       })))
+  })
+)
+
+export const KeysHttpLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
+  Effect.gen(function*() {
+    const keys = yield* OrgKeys
+    const { publicUrl } = yield* AppConfig
+    const view = (row: OrgKeysRow): OrganizationKeys => ({
+      pingKey: row.ping_key,
+      slugPingUrl: slugPingUrlOf(publicUrl, row.ping_key),
+      badgeKey: row.badge_key,
+      badgeUrl: `${publicUrl}/badge/${row.badge_key}`
+    })
+    const org = Effect.map(CurrentPrincipal, (p) => p.orgId)
+    return handlers
+      .handle("get", () => Effect.flatMap(org, keys.keysOf).pipe(Effect.flatMap((row) => row === undefined ? Effect.dieMessage("organization without keys") : Effect.succeed(view(row)))))
+      .handle("rotatePingKey", () => Effect.flatMap(org, (orgId) => keys.rotate(orgId, "ping")).pipe(Effect.map(view)))
+      .handle("rotateBadgeKey", () => Effect.flatMap(org, (orgId) => keys.rotate(orgId, "badge")).pipe(Effect.map(view)))
   })
 )
