@@ -34,11 +34,18 @@ const TEXT_HEADERS = {
 
 const wantsJson = (req: http.IncomingMessage) => (req.headers.accept ?? "").includes("application/json")
 
+/** The common answer, made once: no object is built per ping (as sendJson avoids spreads). */
+const OK_HEADERS = { ...TEXT_HEADERS, "content-length": 2 }
+
 /** The answer: Healthchecks' plain text, or our JSON body when the client asks for JSON. */
 const answer = (req: http.IncomingMessage, res: http.ServerResponse, reply: PingReply) => {
   if (res.headersSent) return
   if (wantsJson(req)) {
     return sendJson(res, reply.status, reply.body, { "access-control-allow-origin": "*", ...reply.headers })
+  }
+  if (reply.status === 200 && reply.headers === undefined) {
+    res.writeHead(200, OK_HEADERS)
+    return void res.end("OK")
   }
   const text = plainText(reply.status, typeof reply.body.message === "string" ? reply.body.message : undefined)
   res.writeHead(reply.status, { ...TEXT_HEADERS, "content-length": Buffer.byteLength(text), ...reply.headers })

@@ -68,7 +68,7 @@ describe.skipIf(!hasChromium)("ping URL and badges on the monitor page", () => {
           await page.goto(`${app.baseUrl}/monitors/${monitor.id}`)
           await page.getByRole("heading", { name: "Ping URL and badges" }).waitFor()
           await page.getByRole("button", { name: "Copy Ping URL" }).click()
-          await page.getByRole("button", { name: "Copied" }).waitFor()
+          await page.getByRole("button", { name: "Copy Ping URL" }).filter({ hasText: "Copied" }).waitFor()
           const copied = await page.evaluate(readClipboard)
           expect(copied).toBe(monitor.pingUrl)
           // What was copied pings the monitor.
@@ -89,8 +89,9 @@ describe.skipIf(!hasChromium)("ping URL and badges on the monitor page", () => {
 
           page.once("dialog", (dialog) => void dialog.accept())
           await page.getByRole("button", { name: "Rotate ping URL" }).click()
-          await page.locator("code", { hasText: "/ping/" }).filter({ hasNotText: monitor.pingUrl }).first().waitFor()
-          expect(await page.locator("code", { hasText: monitor.pingUrl }).count()).toBe(0)
+          await expect.poll(() => page.locator("code", { hasText: monitor.pingUrl }).count(), { timeout: 15_000 }).toBe(0)
+          const shown = await page.locator(".copy-line", { hasText: "Ping URL" }).first().locator("code").textContent()
+          expect(shown).toMatch(/\/ping\/[0-9a-f-]{36}$/)
           expect((await fetch(onServer(app.baseUrl, monitor.pingUrl))).status).toBe(404)
         })
 
