@@ -73,6 +73,19 @@ export const RunSummary = Schema.Struct({
 })
 export type RunSummary = typeof RunSummary.Type
 
+export const PingLog = Schema.Struct({
+  id: Schema.String,
+  monitorId: Schema.String,
+  receivedAt: IsoTimestamp,
+  runId: Schema.NullOr(Schema.String).annotations({ description: "the rid the log ping gave, if any" }),
+  output: Schema.NullOr(Schema.String).annotations({ description: "redacted and truncated like a run's; null when the monitor does not capture output" }),
+  outputTruncated: Schema.Boolean,
+  outputBytes: Schema.NullOr(Schema.Number)
+})
+export type PingLog = typeof PingLog.Type
+
+export const ListLogsParams = Schema.Struct({ limit: PageLimitParam, cursor: CursorParam })
+
 export class RunsApi extends HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.get("list", "/api/monitors/:monitorId/runs")
@@ -96,6 +109,15 @@ export class RunsApi extends HttpApiGroup.make("runs")
           "running (the percentiles' sampleSize counts only successful runs with a duration)."
       )
       .annotate(OpenApi.Summary, "Counts of a monitor's runs in a window, by status")
+  )
+  .add(
+    HttpApiEndpoint.get("logs", "/api/monitors/:monitorId/logs")
+      .setPath(MonitorIdPath)
+      .setUrlParams(ListLogsParams)
+      .addSuccess(Schema.Struct({ logs: Schema.Array(PingLog), nextCursor: NextCursor }))
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "A monitor's log pings (/ping/{pingId}/log: output without a change of state), newest first")
   )
   .addError(ServiceUnavailable)
   .middleware(Authentication)

@@ -11,7 +11,7 @@ import { Api } from "../Http/Api.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { DEFAULT_WINDOW, parseWindow } from "../Stats/Window.js"
 import { Intake } from "./Intake.js"
-import type { OrganizationKeys, Run, RunSummary } from "./Api.js"
+import type { OrganizationKeys, PingLog, Run, RunSummary } from "./Api.js"
 import { AppConfig } from "../Config.js"
 import { OrgKeys, type OrgKeysRow } from "./OrgKeys.js"
 import { slugPingUrlOf } from "./PingUrls.js"
@@ -99,6 +99,39 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
         const { page, nextCursor } = pageOf(rows, limit, (run) => ({ at: run.started_at, id: run.id }))
         return { runs: page.map(toRun), nextCursor }
       })))
+      .handle("logs", ({ path, urlParams }) =>
+        bounded(Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const monitor = yield* monitors.find(principal.orgId, path.monitorId)
+          const cursor = yield* cursorParam(urlParams.cursor)
+          const limit = urlParams.limit ?? DEFAULT_PAGE_LIMIT
+          const rows = yield* sql<{
+            id: string
+            monitor_id: string
+            received_at: Date
+            run_id: string | null
+            output: string | null
+            output_truncated: boolean
+            output_bytes: number | null
+          }>`
+            select id, monitor_id, received_at, run_id, output, output_truncated, output_bytes
+            from ping_logs
+            where monitor_id = ${monitor.id}
+              ${cursor === undefined ? sql`` : sql`and (received_at, id) < (${cursor.at}, ${cursor.id}::uuid)`}
+            order by received_at desc, id desc
+            limit ${limit + 1}`.pipe(Effect.orDie)
+          const { page, nextCursor } = pageOf(rows, limit, (row) => ({ at: row.received_at, id: row.id }))
+          const logs: Array<PingLog> = page.map((row) => ({
+            id: row.id,
+            monitorId: row.monitor_id,
+            receivedAt: row.received_at.toISOString(),
+            runId: row.run_id,
+            output: row.output,
+            outputTruncated: row.output_truncated,
+            outputBytes: row.output_bytes
+          }))
+          return { logs, nextCursor }
+        })))
       .handle("summary", ({ path, urlParams }) =>
       bounded(Effect.gen(function*() {
         const window = yield* Either.match(parseWindow(urlParams.window ?? DEFAULT_WINDOW), {

@@ -153,6 +153,21 @@ layer(TestServer({ pingAutoCreatePerHour: 3 }), { excludeTestServices: true, tim
       expect(logs).toHaveLength(1)
       expect(logs[0]!.output).toContain("step 1 of 3 done")
       expect(logs[0]!.output).not.toContain("hunter2")
+      // The API lists them, newest first, as stored (redacted).
+      const listed = yield* call("GET", `/api/monitors/${monitor.id}/logs`)
+      expect(listed.status).toBe(200)
+      expect(listed.body).toEqual({
+        logs: [{
+          id: expect.any(String),
+          monitorId: monitor.id,
+          receivedAt: expect.any(String),
+          runId: null,
+          output: logs[0]!.output,
+          outputTruncated: false,
+          outputBytes: "step 1 of 3 done, password=hunter2".length
+        }],
+        nextCursor: null
+      })
       yield* settle
       expect((yield* call("GET", `/api/monitors/${monitor.id}`)).body.status).toBe("NEW")
 
