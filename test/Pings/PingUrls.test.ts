@@ -346,3 +346,17 @@ layer(TestServer({ pingAutoCreatePerHour: 3 }), { excludeTestServices: true, tim
       expect((yield* nodeRequest("GET", `${yield* here(rotated.badgeUrl)}/b-up.svg`)).status).toBe(200)
     }))
 })
+
+/** The ping URLs do not depend on the token routes' fast path: with it off, they answer the same. */
+layer(TestServer({}, {}, { fastPings: false }), { excludeTestServices: true, timeout: 120_000 })("ping URLs, fast token route off", (it) => {
+  it.effect("a ping URL start and exit status pair into one run", () =>
+    Effect.gen(function*() {
+      const monitor = yield* createMonitor()
+      const url = yield* here(monitor.pingUrl)
+      expect(yield* nodeRequest("GET", `${url}/start`)).toMatchObject({ status: 200, text: "OK" })
+      expect(yield* nodeRequest("POST", `${url}/2`, "exit 2")).toMatchObject({ status: 200, text: "OK" })
+      const runs = yield* runsOf(monitor.id)
+      expect(runs).toHaveLength(1)
+      expect(runs[0]).toMatchObject({ status: "FAIL", exitCode: 2, output: "exit 2", startInferred: false })
+    }))
+})
