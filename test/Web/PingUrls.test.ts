@@ -96,6 +96,15 @@ describe.skipIf(!hasChromium)("ping URL and badges on the monitor page", () => {
         })
 
         yield* withSignedInPage(app.baseUrl, "member@example.test", async (page) => {
+          // A slug given in the New monitor form is the monitor's.
+          await page.getByText("New monitor").click()
+          await page.getByLabel("Name", { exact: true }).fill("weekly report")
+          await page.getByLabel("Slug (optional)").fill("weekly-report")
+          await page.getByRole("button", { name: "Create monitor" }).click()
+          await page.waitForURL(/\/monitors\/[0-9a-f-]{36}$/)
+          await page.getByRole("heading", { name: "Ping URL and badges" }).waitFor()
+          expect(await page.locator(".facts.urls div", { hasText: "Slug" }).first().locator("dd").textContent()).toBe("weekly-report")
+
           await page.goto(`${app.baseUrl}/monitors/${monitor.id}`)
           await page.getByRole("heading", { name: "Ping URL and badges" }).waitFor()
           await page.getByRole("button", { name: "Copy Ping URL" }).waitFor()
