@@ -60,7 +60,9 @@ const settings = {
   /** Also measure the intake with an outbound webhook subscribed to ping.received (issue #6). */
   webhook: env("BENCH_WEBHOOK", "1") !== "0",
   /** Also measure the durable floor (bench/support/floor-server.ts) beside the bare server. */
-  floor: env("BENCH_FLOOR", "1") !== "0"
+  floor: env("BENCH_FLOOR", "1") !== "0",
+  /** Also compare the ping URL (/ping/<pingId>, no token) with the token route (issue #23). */
+  pingUrls: env("BENCH_PING_URLS", "1") !== "0"
 }
 if (settings.connections.length === 0) throw new Error("BENCH_CONNECTIONS must list connection counts, e.g. 64,256")
 if (!["auto", "always", "never"].includes(settings.profile)) throw new Error("BENCH_PROFILE must be auto, always or never")
@@ -69,6 +71,8 @@ const RATIO_TARGET = 0.5
 const P99_TARGET_MS = 50
 /** With a webhook receiving every ping, the intake keeps at least this share of its rate without one. */
 const WEBHOOK_TARGET = 0.9
+/** The ping URL route keeps at least this share of the token route's rate (the same intake behind both). */
+const PING_URL_TARGET = 0.9
 /** The fixed-rate phase must actually deliver (nearly) the rate it offers. */
 const RATE_DELIVERED = 0.97
 /** A round's phase starts once the cores are less busy than this (share of all cores, over a second). */
@@ -163,6 +167,7 @@ const main = async (): Promise<number> => {
   log(`${ids.length} monitors and a ping-scoped token created through the API in ${((Date.now() - setupStart) / 1000).toFixed(1)} s`)
 
   /** One driver run against `server`, with the CPU each process spent on it. */
+  const pingIds = settings.pingUrls ? await db.pingIds(ids) : []
   const measured = async (server: RunningServer, target: "bare" | "floor" | "intake", config: Omit<DriverConfig, "url" | "token" | "monitorIds">) => {
     const serverPid = server.child.process.pid!
     const backends = target !== "bare" ? await db.backendPids() : []
@@ -174,7 +179,7 @@ const main = async (): Promise<number> => {
       ...config,
       url: server.url,
       token: target === "intake" ? pingToken : "bare",
-      monitorIds: target === "intake" ? ids : bareIds
+      monitorIds: target === "intake" ? (config.mode === "pingUrl" ? pingIds : ids) : bareIds
     })
     const after = sampleCpu([serverPid, ...backends])
     const pgAfter = postmaster === undefined ? undefined : postgresServerCpuUs(postmaster)
@@ -337,6 +342,31 @@ const main = async (): Promise<number> => {
     }
     log(`ping.received (means of two phases each): ${webhookResult.eventsOnly} pings/s with a webhook for other monitors, ${webhookResult.with} with a webhook receiving every ping, against ${webhookResult.without} without; ${events} events for ${acked} acknowledged pings`)
   }
+  // Ping URLs (issue #23): success pings by /ping/<pingId> (no token: the URL is the credential,
+  // found in memory) against the token route, at the first connection count, in the order
+  // A B B A (the tables grow as phases go by: a fixed order would favour whichever ran first).
+  let pingUrlResult: { token: number; url: number; connections: number } | undefined
+  if (settings.pingUrls) {
+    const c = settings.connections[0]!
+    const rates = { token: [] as Array<number>, url: [] as Array<number> }
+    // The ping URL's code path gets its warm-up too (the token route had its own above).
+    await intakePhase("ping URL warm-up", "pingUrl", c, settings.warmupSeconds)
+    for (const which of ["token", "url", "url", "token"] as const) {
+      await quiet()
+      const label = which === "token" ? "intake success, token route" : "intake success, ping URL"
+      const phase = await intakePhase(label, which === "token" ? "success" : "pingUrl", c, settings.seconds)
+      rates[which].push(phase.result.rps)
+      rows.push({
+        label: which === "token" ? "intake: success pings, POST /api/ping/{id}/success + token" : "intake: success pings, POST /ping/{pingId} (no token)",
+        target: "intake",
+        ...phase,
+        ratio: phase.result.rps / bareRps.get(c)!
+      })
+    }
+    const mean = (xs: ReadonlyArray<number>) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length)
+    pingUrlResult = { token: mean(rates.token), url: mean(rates.url), connections: c }
+    log(`ping URL (means of two phases each): ${pingUrlResult.url} pings/s by /ping/<pingId>, against ${pingUrlResult.token} by the token route`)
+  }
   for (const c of settings.connections) {
     const i = await intakePhase("intake start+success pairs", "pairs", c, settings.seconds)
     rows.push({ label: "intake: start+success pairs", target: "intake", ...i, ratio: i.result.rps / bareRps.get(c)! })
@@ -367,7 +397,7 @@ const main = async (): Promise<number> => {
   checks.push({
     name: "no rows beyond the acknowledged pings",
     pass: unexplained === 0 && malformed === 0,
-    detail: `${unexplained} rows without an acknowledged (or, if any, still unanswered) ping; ${malformed} SUCCESS rows without duration or finish time`
+    detail: `${unexplained} rows without an acknowledged (or, if any, still unanswered) ping; ${malformed} SUCCESS rows without a finish time, or without a duration though their start is known`
   })
   for (const c of settings.connections) {
     const ratio = ratios.get(c)!
@@ -397,6 +427,16 @@ const main = async (): Promise<number> => {
     })
     notes.push(
       `ping.received (issue #6), success phases at ${webhookResult.connections} connections in the order A B C C B A (means of the two phases of each): ${webhookResult.without.toLocaleString("en-US")} pings/s without a subscriber (A); ${webhookResult.eventsOnly.toLocaleString("en-US")} (${(webhookResult.eventsOnly / webhookResult.without).toFixed(2)}) with a webhook on ping.received whose monitor filter matches none of the pinged monitors, so their pings record no event (B); ${webhookResult.with.toLocaleString("en-US")} (${(webhookResult.with / webhookResult.without).toFixed(2)}) with a webhook receiving every ping (C: one ping_events row per ping; the delivery worker turns them into deliveries as the webhook takes them, 100 a minute).`
+    )
+  }
+  if (pingUrlResult !== undefined) {
+    checks.push({
+      name: `the ping URL keeps at least ${PING_URL_TARGET} × the token route's rate`,
+      pass: pingUrlResult.url >= PING_URL_TARGET * pingUrlResult.token,
+      detail: `${pingUrlResult.url} / ${pingUrlResult.token} pings/s = ${(pingUrlResult.url / pingUrlResult.token).toFixed(2)} at ${pingUrlResult.connections} connections (means of two phases each, order A B B A)`
+    })
+    notes.push(
+      `Ping URLs (issue #23), success phases at ${pingUrlResult.connections} connections in the order A B B A: ${pingUrlResult.token.toLocaleString("en-US")} pings/s by POST /api/ping/{id}/success with a ping token and a JSON body (A), ${pingUrlResult.url.toLocaleString("en-US")} (${(pingUrlResult.url / pingUrlResult.token).toFixed(2)}) by POST /ping/{pingId} with no token and the output as a text body (B). Both go through the same intake, writer and engine; the ping URL looks its capability up in memory instead of the token.`
     )
   }
   const even = evenRate.result

@@ -22,6 +22,8 @@ import { MonitorCache } from "./Monitors/MonitorCache.js"
 import { Monitors } from "./Monitors/Monitors.js"
 import { FastPingRoutes } from "./Pings/FastRoute.js"
 import { Intake } from "./Pings/Intake.js"
+import { OrgKeys } from "./Pings/OrgKeys.js"
+import { PublicRoutesLive } from "./Pings/PingUrlRoute.js"
 import { Rollup } from "./Stats/Rollup.js"
 import { Stats } from "./Stats/Stats.js"
 
@@ -70,6 +72,7 @@ const FoundationLive = Layer.mergeAll(
   Tokens.Default,
   Accounts.Default,
   MonitorCache.Default,
+  OrgKeys.Default,
   Events.Default,
   Incidents.Default,
   // maintenance windows: the engine's MaintenanceCheck and suppression counting (docs/maintenance.md)
@@ -113,6 +116,8 @@ export interface AppOptions {
 export const AppFromConfig = (config: Layer.Layer<AppConfig, unknown>, options: AppOptions = {}) =>
   HttpServerLive.pipe(
     Layer.provide(options.fastPings === false ? NoFastRoutes : FastPingRoutes),
+    // ping URLs and badges: the URL is the credential (src/Pings/PingUrlRoute.ts)
+    Layer.provide(PublicRoutesLive),
     Layer.provideMerge(BootstrapLive),
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(DatabaseLive),

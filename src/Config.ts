@@ -51,6 +51,11 @@ export interface AppConfigShape {
   /** Maintenance windows an organization may have (deleted ones do not count); 0 = no limit. */
   readonly maxMaintenanceWindowsPerOrg: number
   /**
+   * Monitors slug ping URLs may create (`?create=1`) per organization and hour, in bursts of as
+   * many (docs/pings.md#auto-provisioning); 0 turns auto-provisioning off.
+   */
+  readonly pingAutoCreatePerHour: number
+  /**
    * Cluster mode (docs/operations.md, "Several instances"): the TCP port this instance listens on for
    * the other instances. None: a single instance.
    */
@@ -163,6 +168,7 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
   ),
   maxMonitorsPerOrg: Config.integer("MAX_MONITORS_PER_ORG").pipe(nonNegative(10_000)),
   maxMaintenanceWindowsPerOrg: Config.integer("MAX_MAINTENANCE_WINDOWS_PER_ORG").pipe(nonNegative(1_000)),
+  pingAutoCreatePerHour: Config.integer("PING_AUTO_CREATE_PER_HOUR").pipe(nonNegative(20)),
   clusterPort: Config.option(Config.port("CLUSTER_PORT")),
   clusterHost: Config.option(Config.string("CLUSTER_HOST")).pipe(Config.map(Option.filter((host) => host.trim() !== ""))),
   clusterLockRefreshMs: Config.integer("CLUSTER_LOCK_REFRESH_MS").pipe(

@@ -33,8 +33,9 @@ export const account = (result: DriverResult, before: RunCounts, after: RunCount
   const unanswered = Math.max(0, result.sent - answered)
   const newRuns = after.total - before.total
   const newSuccess = after.success - before.success
-  if (result.mode === "success") {
-    // No run is open when success pings arrive (success phases run first), so each one is a new run.
+  if (result.mode === "success" || result.mode === "pingUrl") {
+    // No run is open when success pings arrive (success phases run first), so each one is a new run
+    // (the ping URL phases send success pings too).
     const acked = result.count2xx
     return {
       ackedStarts: 0,

@@ -184,6 +184,13 @@ export class BenchDb {
   }
 
   /** ping.received events recorded so far. */
+  /** The ping ids (/ping/<pingId>) of these monitors, in the same order. */
+  async pingIds(monitorIds: ReadonlyArray<string>): Promise<Array<string>> {
+    const r = await this.client.query<{ id: string; ping_id: string }>(`select id, ping_id from monitors where id = any($1::uuid[])`, [monitorIds])
+    const byId = new Map(r.rows.map((row) => [row.id, row.ping_id]))
+    return monitorIds.map((id) => byId.get(id)!)
+  }
+
   async pingEventCount(): Promise<number> {
     const r = await this.client.query<{ n: string }>(`select count(*) as n from ping_events`)
     return Number(r.rows[0]!.n)
@@ -192,7 +199,9 @@ export class BenchDb {
   /** Rows that a success ping must have filled (duration and output). */
   async malformedSuccessRows(): Promise<number> {
     const r = await this.client.query<{ n: string }>(
-      `select count(*) as n from runs where status = 'SUCCESS' and (duration_ms is null or finished_at is null)`
+      // A success without a duration is right only when nothing says when it started: no start ping
+      // and no durationMs (its start is inferred; the ping URL phases send such pings).
+      `select count(*) as n from runs where status = 'SUCCESS' and (finished_at is null or (duration_ms is null and not start_inferred))`
     )
     return Number(r.rows[0]!.n)
   }

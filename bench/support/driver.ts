@@ -100,6 +100,19 @@ const successRequest: AcRequest = {
   }
 }
 
+/** The ping URL form: no token, no JSON, the output as the body (Healthchecks' `curl --data-raw`). */
+const pingUrlRequest: AcRequest = {
+  method: "POST",
+  setupRequest: (request) => {
+    const monitor = nextMonitor()
+    seq++
+    request.path = `/ping/${ids[monitor]}`
+    request.body = `ok ${config.title} #${seq}: 12 files, 3.4 MB`
+    return request
+  },
+  onResponse: (status) => count("success", status)
+}
+
 const pairRequests: Array<AcRequest> = [
   {
     method: "POST",
@@ -241,8 +254,10 @@ const result = await autocannon({
   connections: config.connections,
   duration: config.seconds + 1,
   pipelining: 1,
-  headers: { authorization: `Bearer ${config.token}`, "content-type": "application/json" },
-  requests: config.mode === "pairs" ? pairRequests : [successRequest],
+  headers: config.mode === "pingUrl"
+    ? { "content-type": "text/plain" }
+    : { authorization: `Bearer ${config.token}`, "content-type": "application/json" },
+  requests: config.mode === "pairs" ? pairRequests : config.mode === "pingUrl" ? [pingUrlRequest] : [successRequest],
   setupClient,
   ...(config.rate?.pacing === "autocannon"
     ? {

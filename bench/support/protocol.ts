@@ -5,6 +5,11 @@ export type LoadMode =
   | "success"
   /** A start, then the success of the run it opened (`runId` from the start's answer), rotating over the monitors. */
   | "pairs"
+  /**
+   * `POST /ping/{pingId}` without a token (the Healthchecks-compatible ping URL), the body the
+   * output text, rotating over the monitors: `monitorIds` then holds their ping ids.
+   */
+  | "pingUrl"
 
 export interface DriverConfig {
   readonly title: string

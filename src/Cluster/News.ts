@@ -49,6 +49,8 @@ export type Change =
   | { readonly k: "monitorDeleted"; readonly orgId: string; readonly id: string }
   | { readonly k: "incident"; readonly monitorId: string; readonly type: string; readonly status: string; readonly at: number }
   | { readonly k: "maintenance"; readonly orgId: string; readonly id: string }
+  /** An organization's ping or badge key was rotated (src/Pings/OrgKeys.ts). */
+  | { readonly k: "orgKeys"; readonly orgId: string }
 
 const num = (n: number | null) => (n === null ? "-" : String(n))
 const numOf = (s: string | undefined): number | null => (s === undefined || s === "-" ? null : Number(s))

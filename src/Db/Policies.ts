@@ -109,6 +109,8 @@ export const purgeOldRuns = Effect.gen(function*() {
     const deleted = yield* sql`delete from public.runs where started_at < ${cutoff}`.raw.pipe(
       Effect.map((result) => (result as { rowCount?: number }).rowCount ?? 0)
     )
+    // Log pings (/ping/…/log) are kept as long as runs.
+    yield* sql`delete from public.ping_logs where received_at < ${cutoff}`
     const [table] = yield* sql<{ exists: boolean }>`select to_regclass('public.run_duration_hourly_data') is not null as exists`
     if (table!.exists) {
       yield* sql`delete from public.run_duration_hourly_data where bucket + interval '1 hour' <= ${cutoff}`

@@ -166,6 +166,7 @@ export const monitorDeleted = (orgId: string, monitor: Monitor, at: number | Dat
 /** The settings a user changes; `changes` of monitor.updated names those that differ. */
 export const MONITOR_SETTING_FIELDS = [
   "name",
+  "slug",
   "schedule",
   "graceSeconds",
   "maxRuntimeSeconds",

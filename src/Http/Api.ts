@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { AuthApi, TokensApi, UsersApi } from "../Auth/Api.js"
 import { MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
 import { MonitorsApi } from "../Monitors/Api.js"
-import { PingsApi, RunsApi } from "../Pings/Api.js"
+import { KeysApi, PingsApi, RunsApi } from "../Pings/Api.js"
 import { StatsApi } from "../Stats/Api.js"
 import { IncidentsApi } from "../Incidents/Api.js"
 import { EventsApi } from "../Events/Api.js"
@@ -31,6 +31,7 @@ export class Api extends HttpApi.make("jobmon")
   .add(MonitorsApi)
   .add(PingsApi)
   .add(RunsApi)
+  .add(KeysApi)
   .add(StatsApi)
   .add(IncidentsApi)
   .add(EventsApi)

@@ -34,7 +34,7 @@ import { IncidentsHttpLive } from "../Incidents/Http.js"
 import { EventsHttpLive } from "../Events/Http.js"
 import { MaintenanceHttpLive } from "../Maintenance/Http.js"
 import { AlertChannelsHttpLive, ChatHttpLive, WebhooksHttpLive } from "../Delivery/Http.js"
-import { PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
+import { KeysHttpLive, PingsHttpLive, RunsHttpLive } from "../Pings/Http.js"
 import { ClusterHttpLive } from "../Cluster/Http.js"
 import { StorageHttpLive } from "../Db/StorageHttp.js"
 import { MetricsHttpLive } from "../Metrics/Http.js"
@@ -109,6 +109,14 @@ export class FastRoutes extends Context.Tag("jobmon/FastRoutes")<FastRoutes, {
 }>() {}
 
 export const NoFastRoutes = Layer.succeed(FastRoutes, { handle: () => false })
+
+/**
+ * The public capability routes, answered ahead of the router whatever FastRoutes is: ping URLs
+ * (/ping/...) and badges (/badge/...), where the URL is the credential (src/Pings/PingUrlRoute.ts).
+ */
+export class PublicRoutes extends Context.Tag("jobmon/PublicRoutes")<PublicRoutes, {
+  readonly handle: (req: http.IncomingMessage, res: http.ServerResponse) => boolean
+}>() {}
 
 const routes = routeTable(Api)
 
@@ -253,7 +261,7 @@ const answerDefects = <R>(app: Effect.Effect<HttpServerResponse.HttpServerRespon
   )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive, AlertChannelsHttpLive, StorageHttpLive, ClusterHttpLive, MetricsHttpLive]),
+  Layer.provide([HealthHttpLive, AuthHttpLive, UsersHttpLive, TokensHttpLive, MonitorsHttpLive, PingsHttpLive, RunsHttpLive, StatsHttpLive, IncidentsHttpLive, EventsHttpLive, MaintenanceHttpLive, WebhooksHttpLive, ChatHttpLive, AlertChannelsHttpLive, StorageHttpLive, ClusterHttpLive, MetricsHttpLive, KeysHttpLive]),
   Layer.provide(AuthenticationLive)
 )
 
@@ -269,6 +277,7 @@ export const HttpServerLive = Layer.scoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const fast = yield* FastRoutes
+    const publicRoutes = yield* PublicRoutes
     const web = webRoutes()
     const app = (yield* HttpApiBuilder.httpApp).pipe(
       // Bodies are counted as they arrive, chunked or not: reading stops at the limit (413).
@@ -303,6 +312,7 @@ export const HttpServerLive = Layer.scoped(
         return sendError(res, PAYLOAD_TOO_LARGE_REPLY)
       }
       if (fast.handle(req, res)) return
+      if (publicRoutes.handle(req, res)) return
       if (web(req, res)) return
       if (req.method !== "GET" && req.method !== "HEAD") keepConnectionForAnswer(req)
       handler(req, res)

@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { RequiredScope } from "../Auth/Access.js"
 import { Authentication } from "../Auth/Api.js"
 import { Conflict, NotFound, ServiceUnavailable, ValidationError } from "../Domain/Errors.js"
 import { allOptional, IntFromQuery, IsoTimestamp, MonitorIdPath } from "../Domain/Schemas.js"
@@ -36,9 +37,23 @@ export const MaintenanceInfo = Schema.Struct({
   remainingSeconds: Schema.Int
 })
 
+/** What a slug may be: also checked by the database (sql/0026_ping_urls.sql). */
+export const SLUG_PATTERN = /^[a-z0-9][a-z0-9_-]{0,99}$/
+export const SLUG_RULE = "1 to 100 characters: lowercase letters a-z, digits, - and _, starting with a letter or digit"
+export const Slug = Schema.String.pipe(
+  Schema.filter((s) => SLUG_PATTERN.test(s) || `slug must be ${SLUG_RULE} (got ${JSON.stringify(s.slice(0, 40))})`)
+).annotations({ description: `${SLUG_RULE}; unique among the organization's monitors` })
+
 export const Monitor = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
+  slug: Schema.NullOr(Schema.String).annotations({
+    description: "the monitor's slug (ping URL /ping/<pingKey>/<slug>, badges, imports), or null"
+  }),
+  pingUrl: Schema.optional(Schema.String).annotations({
+    description: "the monitor's ping URL (no token needed: the URL is the credential); shown to write and admin " +
+      "credentials only, absent for read tokens. POST /api/monitors/{id}/ping-url/rotate replaces it"
+  }),
   schedule: ScheduleSchema,
   status: MonitorStatus,
   healthScore: Schema.Number,
@@ -89,6 +104,7 @@ const Tags = Schema.Array(StoredString.pipe(Schema.minLength(1), Schema.maxLengt
 
 export const CreateMonitorRequest = Schema.Struct({
   name: Name,
+  slug: Schema.optional(Schema.NullOr(Slug)),
   schedule: ScheduleInputSchema,
   graceSeconds: Schema.optional(GraceSeconds),
   maxRuntimeSeconds: Schema.optional(MaxRuntimeSeconds),
@@ -160,6 +176,9 @@ export const ListMonitorsParams = Schema.Struct({
   tag: Schema.optional(Repeatable).annotations({
     description: "only monitors carrying this tag (exact match); repeated: carrying every one of them"
   }),
+  slug: Schema.optional(Slug).annotations({
+    description: "only the monitor with this slug (exact match): a page of zero or one monitor"
+  }),
   sort: Schema.optional(MonitorSort)
 })
 export type ListMonitorsParams = typeof ListMonitorsParams.Type
@@ -215,7 +234,7 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
       .addSuccess(Monitor, { status: 201 })
       .addError(ValidationError)
       .addError(Conflict)
-      .annotate(OpenApi.Summary, "Create a monitor (409 when the organization has MAX_MONITORS_PER_ORG already)")
+      .annotate(OpenApi.Summary, "Create a monitor (409 when the organization has MAX_MONITORS_PER_ORG already, or the slug is taken)")
   )
   .add(
     HttpApiEndpoint.get("list", "/api/monitors")
@@ -247,7 +266,8 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
       .addSuccess(Monitor)
       .addError(NotFound)
       .addError(ValidationError)
-      .annotate(OpenApi.Summary, "Change a monitor's settings")
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Change a monitor's settings (409 when the slug is another monitor's)")
   )
   .add(
     HttpApiEndpoint.del("delete", "/api/monitors/:monitorId")
@@ -267,6 +287,14 @@ export class MonitorsApi extends HttpApiGroup.make("monitors")
       .setPath(MonitorIdPath)
       .addSuccess(Monitor)
       .addError(NotFound)
+  )
+  .add(
+    HttpApiEndpoint.post("rotatePingUrl", "/api/monitors/:monitorId/ping-url/rotate")
+      .setPath(MonitorIdPath)
+      .addSuccess(Monitor)
+      .addError(NotFound)
+      .annotate(RequiredScope, "write")
+      .annotate(OpenApi.Summary, "Give the monitor a new pingUrl: the old one answers 404 from now on")
   )
   .add(
     HttpApiEndpoint.post("preview", "/api/schedules/preview")

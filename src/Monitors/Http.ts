@@ -1,6 +1,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Clock, Effect } from "effect"
-import { CurrentPrincipal } from "../Auth/Principal.js"
+import { CurrentPrincipal, type Principal } from "../Auth/Principal.js"
+import { scopeAllows } from "../Auth/Scopes.js"
+import { AppConfig } from "../Config.js"
+import { pingUrlOf } from "../Pings/PingUrls.js"
 import { parseInstantParam } from "../Domain/Instant.js"
 import { unavailableOnStatementTimeout as bounded } from "../Db/StatementTimeout.js"
 import { Api } from "../Http/Api.js"
@@ -13,11 +16,17 @@ export const MonitorsHttpLive = HttpApiBuilder.group(Api, "monitors", (handlers)
   Effect.gen(function*() {
     const monitors = yield* Monitors
     const maintenance = yield* Maintenance
+    const { publicUrl } = yield* AppConfig
+    /** The resource as this caller sees it: pingUrl (a credential) for write and admin only. */
+    const view = (row: MonitorRow, now: number, principal: Principal) => {
+      const monitor = toMonitor(row, maintenance.monitorInfo(row.id, now))
+      return scopeAllows(principal.scope, "write") ? { ...monitor, pingUrl: pingUrlOf(publicUrl, row.ping_id) } : monitor
+    }
     /** The resource with its maintenance state now (an in-memory look-up). */
     const withMaintenance = (row: MonitorRow) =>
-      Effect.map(Clock.currentTimeMillis, (now) => toMonitor(row, maintenance.monitorInfo(row.id, now)))
+      Effect.zipWith(Clock.currentTimeMillis, CurrentPrincipal, (now, principal) => view(row, now, principal))
     const manyWithMaintenance = (rows: ReadonlyArray<MonitorRow>) =>
-      Effect.map(Clock.currentTimeMillis, (now) => rows.map((row) => toMonitor(row, maintenance.monitorInfo(row.id, now))))
+      Effect.zipWith(Clock.currentTimeMillis, CurrentPrincipal, (now, principal) => rows.map((row) => view(row, now, principal)))
     const org = Effect.map(CurrentPrincipal, (p) => p.orgId)
     return handlers
       .handle("create", ({ payload }) =>
@@ -43,6 +52,8 @@ export const MonitorsHttpLive = HttpApiBuilder.group(Api, "monitors", (handlers)
         bounded(
           Effect.flatMap(org, (orgId) => monitors.setPaused(orgId, path.monitorId, false)).pipe(Effect.flatMap(withMaintenance))
         ))
+      .handle("rotatePingUrl", ({ path }) =>
+        bounded(Effect.flatMap(org, (orgId) => monitors.rotatePingId(orgId, path.monitorId)).pipe(Effect.flatMap(withMaintenance))))
       .handle("preview", ({ payload }) =>
         Effect.gen(function*() {
           const schedule = yield* checkSchedule(payload.schedule)

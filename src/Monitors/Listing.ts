@@ -34,6 +34,8 @@ export interface ListQuery {
   readonly statuses: ReadonlyArray<Status> | undefined
   /** Every one of these tags. */
   readonly tags: ReadonlyArray<string> | undefined
+  /** The monitor with this slug (at most one). */
+  readonly slug: string | undefined
   readonly sort: MonitorSort
   readonly field: SortField
   readonly descending: boolean
@@ -138,6 +140,7 @@ export const listQuery = (params: ListMonitorsParams): Either.Either<ListQuery, 
       q: q === "" ? undefined : q,
       statuses,
       tags,
+      slug: params.slug,
       sort,
       field,
       descending,

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Either, Queue } from "effect"
+import { Clock, Effect, Either, Option, Queue } from "effect"
 import { type Change, News } from "../Cluster/News.js"
 import { AppConfig } from "../Config.js"
 import { Conflict, notFound, ValidationError } from "../Domain/Errors.js"
@@ -38,6 +38,7 @@ export const firstExpected = (schedule: Schedule, from: number): Date | null => 
 export const toMonitor = (row: MonitorRow, maintenance: Monitor["maintenance"] = null): Monitor => ({
   id: row.id,
   name: row.name,
+  slug: row.slug,
   schedule: { type: row.schedule_type, expression: row.schedule_expression, timezone: row.timezone },
   status: (row.paused ? "PAUSED" : row.status) as Monitor["status"],
   healthScore: row.health_score,
@@ -67,6 +68,19 @@ export const checkSchedule = (input: ScheduleInput, path = "schedule") =>
   })
 
 const monitorNotFound = (id: string) => notFound("Monitor", id)
+
+/** A unique index refused the row: the only one a monitor's settings can break is the slug's. */
+const isUniqueViolation = (e: unknown): boolean => {
+  const cause = (e as { cause?: { code?: string; constraint_name?: string } } | undefined)?.cause
+  return cause?.code === "23505"
+}
+const slugTaken = (slug: string | null) =>
+  Effect.fail(
+    new Conflict({
+      message: `Another monitor of this organization already has the slug ${JSON.stringify(slug)}; slugs are unique: ` +
+        "choose another, or change that monitor (GET /api/monitors?slug=... finds it)."
+    })
+  )
 
 export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
   dependencies: [MonitorsRepo.Default, MonitorCache.Default, Events.Default, Engine.Default, News.Default],
@@ -104,7 +118,8 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
           tags: input.tags ?? [],
           autoResolve: input.autoResolve ?? true,
           failureThreshold: input.failureThreshold ?? 1,
-          recoveryThreshold: input.recoveryThreshold ?? 1
+          recoveryThreshold: input.recoveryThreshold ?? 1,
+          slug: input.slug ?? null
         }
         // The quota check, the change and its event commit together (docs/events.md).
         const row = yield* sql.withTransaction(
@@ -119,7 +134,10 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
             yield* events.record(monitorCreated(orgId, toMonitor(row), now))
             return row
           })
-        ).pipe(Effect.catchTag("SqlError", (e) => Effect.die(e)))
+        ).pipe(
+          Effect.catchTag("SqlError", (e) => Effect.die(e)),
+          Effect.catchSomeDefect((d) => isUniqueViolation(d) ? Option.some(slugTaken(settings.slug)) : Option.none())
+        )
         yield* cache.put(row)
         yield* engine.upsert(row, now)
         yield* news.publish({ k: "monitor", orgId, id: row.id })
@@ -146,7 +164,8 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
           tags: input.tags ?? current.tags,
           autoResolve: input.autoResolve ?? current.auto_resolve,
           failureThreshold: input.failureThreshold ?? current.failure_threshold,
-          recoveryThreshold: input.recoveryThreshold ?? current.recovery_threshold
+          recoveryThreshold: input.recoveryThreshold ?? current.recovery_threshold,
+          slug: input.slug === undefined ? current.slug : input.slug
         }
         // A new schedule is expected afresh from now (or from the last ping, for intervals).
         const nextExpectedAt = scheduleChanged
@@ -159,7 +178,10 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
               ? Effect.void
               : events.record(monitorUpdated(orgId, toMonitor(row), changes, now))
           })
-        ).pipe(Effect.orDie)
+        ).pipe(
+          Effect.orDie,
+          Effect.catchSomeDefect((d) => isUniqueViolation(d) ? Option.some(slugTaken(settings.slug)) : Option.none())
+        )
         if (row === undefined) return yield* monitorNotFound(id)
         yield* cache.put(row)
         yield* engine.upsert(row, now)
@@ -257,6 +279,20 @@ export class Monitors extends Effect.Service<Monitors>()("jobmon/Monitors", {
         }
       })
 
-    return { find, create, update, setPaused, remove, list, summary } as const
+    /** A new ping capability: the monitor's old ping URL stops working at once (404). */
+    const rotatePingId = (orgId: string, id: string) =>
+      Effect.gen(function*() {
+        yield* find(orgId, id)
+        const now = yield* Clock.currentTimeMillis
+        const row = yield* repo.rotatePingId(orgId, id, new Date(now))
+        if (row === undefined) return yield* monitorNotFound(id)
+        yield* cache.put(row)
+        yield* news.publish({ k: "monitor", orgId, id })
+        return row
+      })
+
+    const findBySlug = (orgId: string, slug: string) => repo.findBySlug(orgId, slug)
+
+    return { find, findBySlug, create, update, setPaused, remove, list, summary, rotatePingId } as const
   })
 }) {}

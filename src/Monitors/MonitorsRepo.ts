@@ -28,6 +28,9 @@ export interface MonitorRow {
   readonly next_expected_at: Date | null
   readonly created_at: Date
   readonly updated_at: Date
+  /** The ping capability (/ping/<ping_id>); never in events or logs. */
+  readonly ping_id: string
+  readonly slug: string | null
 }
 
 /** The settings a user writes; everything else is derived by the service. */
@@ -45,6 +48,7 @@ export interface MonitorSettings {
   readonly autoResolve: boolean
   readonly failureThreshold: number
   readonly recoveryThreshold: number
+  readonly slug: string | null
 }
 
 /** A listed monitor and its key in the list's order (what its cursor carries). */
@@ -80,7 +84,7 @@ const SORT_KEYS: Record<SortField, { expr: string; nullable: boolean; cast: stri
 
 const columns = `id, org_id, name, schedule_type, schedule_expression, timezone, grace_seconds,
   max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, failure_threshold,
-  recovery_threshold, paused, status, health_score, last_ping_at, next_expected_at, created_at, updated_at`
+  recovery_threshold, paused, status, health_score, last_ping_at, next_expected_at, created_at, updated_at, ping_id, slug`
 
 export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/MonitorsRepo", {
   effect: Effect.gen(function*() {
@@ -91,11 +95,11 @@ export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/Monitor
       sql<MonitorRow>`
         insert into monitors (org_id, name, schedule_type, schedule_expression, timezone, grace_seconds,
           max_runtime_seconds, max_output_size_kb, capture_output, sla, tags, auto_resolve, failure_threshold,
-          recovery_threshold, next_expected_at, created_at, updated_at)
+          recovery_threshold, next_expected_at, created_at, updated_at, slug)
         values (${orgId}, ${s.name}, ${s.scheduleType}, ${s.scheduleExpression}, ${s.timezone}, ${s.graceSeconds},
           ${s.maxRuntimeSeconds}, ${s.maxOutputSizeKb}, ${s.captureOutput},
           ${s.sla === null ? null : JSON.stringify(s.sla)}::jsonb, ${s.tags as Array<string>}::text[],
-          ${s.autoResolve}, ${s.failureThreshold}, ${s.recoveryThreshold}, ${nextExpectedAt}, ${createdAt}, ${createdAt})
+          ${s.autoResolve}, ${s.failureThreshold}, ${s.recoveryThreshold}, ${nextExpectedAt}, ${createdAt}, ${createdAt}, ${s.slug})
         returning ${cols}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie, Effect.withSpan("MonitorsRepo.insert"))
 
     /**
@@ -141,7 +145,8 @@ export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/Monitor
         sql`deleted_at is null`,
         ...(query.q === undefined ? [] : [sql`strpos(lower(name), lower(${query.q})) > 0`]),
         ...(query.statuses === undefined ? [] : [sql`${sql.literal(EFFECTIVE_STATUS)} = any(${query.statuses as Array<string>}::text[])`]),
-        ...(query.tags === undefined ? [] : [sql`tags @> ${query.tags as Array<string>}::text[]`])
+        ...(query.tags === undefined ? [] : [sql`tags @> ${query.tags as Array<string>}::text[]`]),
+        ...(query.slug === undefined ? [] : [sql`slug = ${query.slug}`])
       ])
 
     /**
@@ -183,7 +188,7 @@ export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/Monitor
           capture_output = ${s.captureOutput}, sla = ${s.sla === null ? null : JSON.stringify(s.sla)}::jsonb,
           tags = ${s.tags as Array<string>}::text[], auto_resolve = ${s.autoResolve},
           failure_threshold = ${s.failureThreshold}, recovery_threshold = ${s.recoveryThreshold},
-          next_expected_at = ${nextExpectedAt}, updated_at = ${now}
+          slug = ${s.slug}, next_expected_at = ${nextExpectedAt}, updated_at = ${now}
         where id = ${id} and org_id = ${orgId} and deleted_at is null
         returning ${cols}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie, Effect.withSpan("MonitorsRepo.update"))
 
@@ -205,6 +210,23 @@ export class MonitorsRepo extends Effect.Service<MonitorsRepo>()("jobmon/Monitor
         where id = ${id} and org_id = ${orgId} and deleted_at is null
         returning id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie, Effect.withSpan("MonitorsRepo.softDelete"))
 
-    return { insert, lockAndCount, findById, list, summary, update, setPaused, softDelete } as const
+    /** A new ping capability for the monitor: the old /ping/<id> answers 404 from now on. */
+    const rotatePingId = (orgId: string, id: string, now: Date) =>
+      sql<MonitorRow>`
+        update monitors set ping_id = gen_random_uuid(), updated_at = ${now}
+        where id = ${id} and org_id = ${orgId} and deleted_at is null
+        returning ${cols}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie, Effect.withSpan("MonitorsRepo.rotatePingId"))
+
+    /** The organization's monitor with this slug (at most one: a unique index). */
+    const findBySlug = (orgId: string, slug: string) =>
+      sql<MonitorRow>`
+        select ${cols} from monitors
+        where org_id = ${orgId} and slug = ${slug} and deleted_at is null`.pipe(
+        Effect.map((rows) => rows[0]),
+        Effect.orDie,
+        Effect.withSpan("MonitorsRepo.findBySlug")
+      )
+
+    return { insert, lockAndCount, findById, findBySlug, list, summary, update, setPaused, softDelete, rotatePingId } as const
   })
 }) {}

@@ -73,6 +73,19 @@ export const RunSummary = Schema.Struct({
 })
 export type RunSummary = typeof RunSummary.Type
 
+export const PingLog = Schema.Struct({
+  id: Schema.String,
+  monitorId: Schema.String,
+  receivedAt: IsoTimestamp,
+  runId: Schema.NullOr(Schema.String).annotations({ description: "the rid the log ping gave, if any" }),
+  output: Schema.NullOr(Schema.String).annotations({ description: "redacted and truncated like a run's; null when the monitor does not capture output" }),
+  outputTruncated: Schema.Boolean,
+  outputBytes: Schema.NullOr(Schema.Number)
+})
+export type PingLog = typeof PingLog.Type
+
+export const ListLogsParams = Schema.Struct({ limit: PageLimitParam, cursor: CursorParam })
+
 export class RunsApi extends HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.get("list", "/api/monitors/:monitorId/runs")
@@ -97,7 +110,50 @@ export class RunsApi extends HttpApiGroup.make("runs")
       )
       .annotate(OpenApi.Summary, "Counts of a monitor's runs in a window, by status")
   )
+  .add(
+    HttpApiEndpoint.get("logs", "/api/monitors/:monitorId/logs")
+      .setPath(MonitorIdPath)
+      .setUrlParams(ListLogsParams)
+      .addSuccess(Schema.Struct({ logs: Schema.Array(PingLog), nextCursor: NextCursor }))
+      .addError(NotFound)
+      .addError(ValidationError)
+      .annotate(OpenApi.Summary, "A monitor's log pings (/ping/{pingId}/log: output without a change of state), newest first")
+  )
   .addError(ServiceUnavailable)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Runs")
+{}
+
+export const OrganizationKeys = Schema.Struct({
+  pingKey: Schema.String.annotations({ description: "the organization's ping key: /ping/<pingKey>/<slug> pings the monitor with that slug" }),
+  slugPingUrl: Schema.String.annotations({ description: "the base of slug ping URLs: append /<slug> (and ?create=1 to create the monitor on its first ping)" }),
+  badgeKey: Schema.String.annotations({ description: "the organization's badge key: /badge/<badgeKey>/<slug or tag>.svg is public" }),
+  badgeUrl: Schema.String.annotations({ description: "the base of badge URLs: append /<slug or tag>.svg, .json or .shields" })
+})
+export type OrganizationKeys = typeof OrganizationKeys.Type
+
+/**
+ * The organization's capability keys (docs/decisions.md#ping-urls-slugs-and-badges): credentials, so
+ * admin only, and rotatable (the old key answers 404 at once).
+ */
+export class KeysApi extends HttpApiGroup.make("keys")
+  .add(
+    HttpApiEndpoint.get("get", "/api/keys")
+      .addSuccess(OrganizationKeys)
+      .annotate(OpenApi.Summary, "The organization's ping key and badge key (admin)")
+  )
+  .add(
+    HttpApiEndpoint.post("rotatePingKey", "/api/keys/ping/rotate")
+      .addSuccess(OrganizationKeys)
+      .annotate(OpenApi.Summary, "A new ping key: every slug ping URL changes, the old ones answer 404")
+  )
+  .add(
+    HttpApiEndpoint.post("rotateBadgeKey", "/api/keys/badge/rotate")
+      .addSuccess(OrganizationKeys)
+      .annotate(OpenApi.Summary, "A new badge key: every badge URL changes, the old ones answer 404")
+  )
+  .addError(ServiceUnavailable)
+  .middleware(Authentication)
+  .annotate(RequiredScope, "admin")
+  .annotate(OpenApi.Title, "Ping and badge keys")
 {}

@@ -12,7 +12,10 @@ import { Metrics } from "../Metrics/Metrics.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { DEFAULT_WINDOW, parseWindow } from "../Stats/Window.js"
 import { Intake } from "./Intake.js"
-import type { Run, RunSummary } from "./Api.js"
+import type { OrganizationKeys, PingLog, Run, RunSummary } from "./Api.js"
+import { AppConfig } from "../Config.js"
+import { OrgKeys, type OrgKeysRow } from "./OrgKeys.js"
+import { slugPingUrlOf } from "./PingUrls.js"
 
 /** The HttpApi form of the ping routes: the same intake as the fast route, reply for reply. */
 export const PingsHttpLive = HttpApiBuilder.group(Api, "pings", (handlers) =>
@@ -99,6 +102,39 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
         const { page, nextCursor } = pageOf(rows, limit, (run) => ({ at: run.started_at, id: run.id }))
         return { runs: page.map(toRun), nextCursor }
       })))
+      .handle("logs", ({ path, urlParams }) =>
+        bounded(Effect.gen(function*() {
+          const principal = yield* CurrentPrincipal
+          const monitor = yield* monitors.find(principal.orgId, path.monitorId)
+          const cursor = yield* cursorParam(urlParams.cursor)
+          const limit = urlParams.limit ?? DEFAULT_PAGE_LIMIT
+          const rows = yield* sql<{
+            id: string
+            monitor_id: string
+            received_at: Date
+            run_id: string | null
+            output: string | null
+            output_truncated: boolean
+            output_bytes: number | null
+          }>`
+            select id, monitor_id, received_at, run_id, output, output_truncated, output_bytes
+            from ping_logs
+            where monitor_id = ${monitor.id}
+              ${cursor === undefined ? sql`` : sql`and (received_at, id) < (${cursor.at}, ${cursor.id}::uuid)`}
+            order by received_at desc, id desc
+            limit ${limit + 1}`.pipe(Effect.orDie)
+          const { page, nextCursor } = pageOf(rows, limit, (row) => ({ at: row.received_at, id: row.id }))
+          const logs: Array<PingLog> = page.map((row) => ({
+            id: row.id,
+            monitorId: row.monitor_id,
+            receivedAt: row.received_at.toISOString(),
+            runId: row.run_id,
+            output: row.output,
+            outputTruncated: row.output_truncated,
+            outputBytes: row.output_bytes
+          }))
+          return { logs, nextCursor }
+        })))
       .handle("summary", ({ path, urlParams }) =>
       bounded(Effect.gen(function*() {
         const window = yield* Either.match(parseWindow(urlParams.window ?? DEFAULT_WINDOW), {
@@ -130,5 +166,23 @@ export const RunsHttpLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
         }
         return summary
       })))
+  })
+)
+
+export const KeysHttpLive = HttpApiBuilder.group(Api, "keys", (handlers) =>
+  Effect.gen(function*() {
+    const keys = yield* OrgKeys
+    const { publicUrl } = yield* AppConfig
+    const view = (row: OrgKeysRow): OrganizationKeys => ({
+      pingKey: row.ping_key,
+      slugPingUrl: slugPingUrlOf(publicUrl, row.ping_key),
+      badgeKey: row.badge_key,
+      badgeUrl: `${publicUrl}/badge/${row.badge_key}`
+    })
+    const org = Effect.map(CurrentPrincipal, (p) => p.orgId)
+    return handlers
+      .handle("get", () => Effect.flatMap(org, keys.keysOf).pipe(Effect.flatMap((row) => row === undefined ? Effect.dieMessage("organization without keys") : Effect.succeed(view(row)))))
+      .handle("rotatePingKey", () => Effect.flatMap(org, (orgId) => keys.rotate(orgId, "ping")).pipe(Effect.map(view)))
+      .handle("rotateBadgeKey", () => Effect.flatMap(org, (orgId) => keys.rotate(orgId, "badge")).pipe(Effect.map(view)))
   })
 )

@@ -298,7 +298,15 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const accept = (request: PingRequest, info: MonitorInfo, reply: (r: PingReply) => void) => {
       const parsed = parseBody(request)
       if (Either.isLeft(parsed)) return reply(parsed.left)
-      const ping = parsed.right
+      acceptPing(request.kind, info, parsed.right, false, reply)
+    }
+
+    /**
+     * A parsed ping of a monitor. `lenient` (ping URLs, Healthchecks' semantics): a start that repeats
+     * an open run's id, or a finish that repeats a finished run's, is a retry and answered 200 without
+     * a second write; a finish naming a run nobody started is recorded as a run of its own.
+     */
+    const acceptPing = (kind: PingKind, info: MonitorInfo, ping: PingBody, lenient: boolean, reply: (r: PingReply) => void) => {
       const now = clock.unsafeCurrentTimeMillis()
       const state = stateOf(info.id, now)
       const wait = takeToken(state, now, config.pingRatePerSecond, config.pingBurst)
@@ -310,26 +318,34 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       }
       if (ping.runId !== undefined && !isUuid(ping.runId)) {
         return reply(
-          request.kind === "start"
+          kind === "start"
             ? errorReply("ValidationError", "runId must be a UUID.", { path: "runId" })
             : errorReply("NotFound", `Run ${ping.runId} does not exist for this monitor.`)
         )
       }
-      if (needsCatchUp(request.kind, state, ping.runId)) {
-        return news.afterCatchUp(() => pairAndWrite(request, info, ping, now, state, reply))
+      if (needsCatchUp(kind, state, ping.runId)) {
+        return news.afterCatchUp(() => pairAndWrite(kind, info, ping, now, state, lenient, reply))
       }
-      pairAndWrite(request, info, ping, now, state, reply)
+      pairAndWrite(kind, info, ping, now, state, lenient, reply)
     }
 
-    const pairAndWrite = (request: PingRequest, info: MonitorInfo, ping: PingBody, now: number, state: MonitorPingState, reply: (r: PingReply) => void) => {
-      const output = ping.output !== undefined && info.captureOutput && request.kind !== "start"
+    const pairAndWrite = (
+      kind: PingKind,
+      info: MonitorInfo,
+      ping: PingBody,
+      now: number,
+      state: MonitorPingState,
+      lenient: boolean,
+      reply: (r: PingReply) => void
+    ) => {
+      const output = ping.output !== undefined && info.captureOutput && kind !== "start"
         ? prepareOutput(ping.output, info.maxOutputSizeKb * 1024)
         : undefined
-      const result = pair(
+      let result = pair(
         state.pairing ??= pairingContext(info, state),
         state.openRuns,
         {
-          kind: request.kind,
+          kind,
           receivedAt: now,
           runId: ping.runId,
           durationMs: ping.durationMs,
@@ -337,8 +353,24 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
           output: output === undefined ? undefined : { text: output.output, truncated: output.truncated, bytes: output.originalBytes }
         }
       )
+      if (lenient && result._tag === "RunFinished") {
+        // A retried ping (curl --retry after a lost answer): already stored.
+        return reply({ status: 200, body: { received: true, runId: result.runId } })
+      }
+      if (lenient && result._tag === "UnknownRun") {
+        // Healthchecks records a finish whose rid matches no start: a run of its own, start unknown.
+        const alone = pair(state.pairing, [], {
+          kind,
+          receivedAt: now,
+          runId: undefined,
+          durationMs: ping.durationMs,
+          exitCode: ping.exitCode,
+          output: output === undefined ? undefined : { text: output.output, truncated: output.truncated, bytes: output.originalBytes }
+        })
+        if (alone._tag === "Row") result = { _tag: "Row", row: alone.row, openRuns: state.openRuns }
+      }
       if (result._tag === "RunFinished") {
-        return reply(errorReply("Conflict", `Run ${result.runId} has already ${request.kind === "start" ? "been started" : "finished"}; a run is started once and finished once.`))
+        return reply(errorReply("Conflict", `Run ${result.runId} has already ${kind === "start" ? "been started" : "finished"}; a run is started once and finished once.`))
       }
       if (result._tag === "UnknownRun") {
         // Not open here: a finished run this instance no longer remembers is a 409, anything else 404.
@@ -451,6 +483,45 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       })
     }
 
+    /**
+     * A ping whose monitor is already known (the ping URLs: the URL is the credential), its fields
+     * parsed by the caller. Same rate limit, pairing, writer and engine path as `submit`.
+     */
+    const submitKnown = (kind: PingKind, info: MonitorInfo, ping: PingBody, reply: (r: PingReply) => void): void =>
+      acceptPing(kind, info, ping, true, reply)
+
+    /**
+     * /ping/.../log: output without a change of state. Rate limited as a ping; stored redacted and
+     * truncated like a run's output, in ping_logs (not a run: nothing is paired or judged).
+     */
+    const submitLog = (info: MonitorInfo, runId: string | undefined, text: string, reply: (r: PingReply) => void): void => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const state = stateOf(info.id, now)
+      const wait = takeToken(state, now, config.pingRatePerSecond, config.pingBurst)
+      if (wait > 0) {
+        return reply({
+          ...errorReply("RateLimited", `Too many pings for this monitor: at most ${config.pingRatePerSecond} per second (bursts of ${config.pingBurst}). Retry in ${wait} s.`, { retryAfterSeconds: wait }),
+          headers: { "retry-after": String(wait), ...rateLimitHeaders(state, config.pingRatePerSecond, config.pingBurst) }
+        })
+      }
+      if (runId !== undefined && !isUuid(runId)) return reply(errorReply("ValidationError", "rid must be a UUID.", { path: "rid" }))
+      const output = info.captureOutput ? prepareOutput(text, info.maxOutputSizeKb * 1024) : undefined
+      run(
+        sql`insert into ping_logs (monitor_id, org_id, received_at, run_id, output, output_truncated, output_bytes)
+            values (${info.id}, ${info.orgId}, ${new Date(now)}, ${runId ?? null}, ${output?.output ?? null},
+                    ${output?.truncated ?? false}, ${output?.originalBytes ?? null})`.pipe(
+          Effect.as(true),
+          Effect.catchAllCause((cause) => Effect.as(Effect.logError("could not store a log ping", cause), false))
+        ),
+        (stored) =>
+          reply(
+            stored === true
+              ? { status: 200, body: { received: true } }
+              : errorReply("ServiceUnavailable", "The ping could not be stored right now; retry in a few seconds.")
+          )
+      )
+    }
+
     /** The same, as an Effect (the HttpApi handlers). */
     const submitEffect = (request: PingRequest) => Effect.async<PingReply>((resume) => submit(request, (r) => resume(Effect.succeed(r))))
 
@@ -471,6 +542,8 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     return {
       submit,
       submitEffect,
+      submitKnown,
+      submitLog,
       setPingEvents,
       onPingEventsRecorded,
       writerStats: writer.stats,

@@ -5,6 +5,13 @@ import { envelopeOf, Events } from "../../src/Events/Events.js"
 import { call, createMonitor, createOrganization, createToken, TestServer, validMonitor } from "../support/fixture.js"
 import { defaultOrg, eventsOfMonitor, raise } from "../Incidents/support.js"
 
+/** The resource as events carry it: without pingUrl, a credential the API shows write and admin tokens only. */
+const withoutPingUrl = (monitor: Record<string, unknown>) => {
+  expect(monitor.pingUrl).toEqual(expect.stringContaining("/ping/"))
+  const { pingUrl: _, ...rest } = monitor
+  return rest
+}
+
 layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("events", (it) => {
   it.effect("monitor.created carries the Monitor resource, in the same commit as the monitor", () =>
     Effect.gen(function*() {
@@ -12,7 +19,8 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("events", (
       const monitor = yield* createMonitor({ name: "etl", tags: ["events"] })
       const events = yield* eventsOfMonitor(monitor.id)
       expect(events.map((e) => e.type)).toEqual(["monitor.created"])
-      expect(events[0]!.data).toEqual({ monitor })
+      expect(events[0]!.data).toEqual({ monitor: withoutPingUrl(monitor) })
+      expect(JSON.stringify(events[0]!.data)).not.toContain(monitor.pingUrl.split("/ping/")[1])
       expect(events[0]!.org_id).toBe(orgId)
       expect(events[0]!.severity).toBeNull()
       expect(events[0]!.monitor_ids).toEqual([monitor.id])
@@ -28,7 +36,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("events", (
       expect(patched.status).toBe(200)
       let events = yield* eventsOfMonitor(monitor.id, "monitor.updated")
       expect(events.length).toBe(1)
-      expect(events[0]!.data).toEqual({ monitor: patched.body, changes: ["name", "schedule", "graceSeconds"] })
+      expect(events[0]!.data).toEqual({ monitor: withoutPingUrl(patched.body), changes: ["name", "schedule", "graceSeconds"] })
 
       expect((yield* call("PATCH", `/api/monitors/${monitor.id}`, { body: { name: "renamed" } })).status).toBe(200)
       expect((yield* eventsOfMonitor(monitor.id, "monitor.updated")).length).toBe(1)
@@ -36,15 +44,15 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("events", (
       const sla = yield* call("PATCH", `/api/monitors/${monitor.id}`, { body: { sla: { durationTarget: "p99", maxDurationMs: 5000 } } })
       events = yield* eventsOfMonitor(monitor.id, "monitor.updated")
       expect(events.length).toBe(2)
-      expect(events[1]!.data).toEqual({ monitor: sla.body, changes: ["sla"] })
+      expect(events[1]!.data).toEqual({ monitor: withoutPingUrl(sla.body), changes: ["sla"] })
 
       const paused = yield* call("POST", `/api/monitors/${monitor.id}/pause`)
       yield* call("POST", `/api/monitors/${monitor.id}/pause`)
       const resumed = yield* call("POST", `/api/monitors/${monitor.id}/resume`)
       events = yield* eventsOfMonitor(monitor.id, "monitor.updated")
       expect(events.map((e) => e.data.changes)).toEqual([["name", "schedule", "graceSeconds"], ["sla"], ["paused"], ["paused"]])
-      expect(events[2]!.data.monitor).toEqual(paused.body)
-      expect(events[3]!.data.monitor).toEqual(resumed.body)
+      expect(events[2]!.data.monitor).toEqual(withoutPingUrl(paused.body))
+      expect(events[3]!.data.monitor).toEqual(withoutPingUrl(resumed.body))
       // An invalid PATCH changes nothing and records nothing.
       expect((yield* call("PATCH", `/api/monitors/${monitor.id}`, { body: { graceSeconds: -1 } })).status).toBe(400)
       expect((yield* eventsOfMonitor(monitor.id, "monitor.updated")).length).toBe(4)
@@ -57,7 +65,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("events", (
       expect((yield* call("DELETE", `/api/monitors/${monitor.id}`)).status).toBe(204)
       const events = yield* eventsOfMonitor(monitor.id, "monitor.deleted")
       expect(events.length).toBe(1)
-      expect(events[0]!.data.monitor).toEqual(monitor)
+      expect(events[0]!.data.monitor).toEqual(withoutPingUrl(monitor))
       expect(Date.parse(events[0]!.data.deletedAt)).toBeGreaterThanOrEqual(before - 1000)
       expect(events[0]!.created_at.toISOString()).toBe(events[0]!.data.deletedAt)
       expect((yield* call("DELETE", `/api/monitors/${monitor.id}`)).status).toBe(404)

@@ -72,6 +72,8 @@ export function MonitorPage({ id }: { id: string }) {
       </dl>
       <ErrorLine error={error} />
 
+      <PingAndBadges monitor={monitor} onChanged={setMonitor} />
+
       <h2>Duration</h2>
       {runs.length === 0
         ? <p class="muted">No runs yet.</p>
@@ -108,9 +110,78 @@ export function MonitorPage({ id }: { id: string }) {
   )
 }
 
+/** A URL to copy: shown as code, with a Copy button (the clipboard needs a secure context). */
+function CopyLine({ label, url }: { label: string; url: string }) {
+  const [copied, setCopied] = useState(false)
+  return (
+    <div class="copy-line">
+      <dt>{label}</dt>
+      <dd>
+        <code>{url}</code>{" "}
+        <button type="button" class="secondary" aria-label={`Copy ${label}`} onClick={() => {
+          void navigator.clipboard?.writeText(url).then(() => { setCopied(true); setTimeout(() => setCopied(false), 1500) })
+        }}>{copied ? "Copied" : "Copy"}</button>
+      </dd>
+    </div>
+  )
+}
+
+interface OrganizationKeys { pingKey: string; slugPingUrl: string; badgeKey: string; badgeUrl: string }
+
+/**
+ * The monitor's ping URL (write and admin: the API leaves it out for read), its slug URL and badges
+ * (admin: the organization's keys). docs/pings.md#ping-urls, docs/badges.md.
+ */
+function PingAndBadges({ monitor, onChanged }: { monitor: Monitor; onChanged: (m: Monitor) => void }) {
+  const [keys, setKeys] = useState<OrganizationKeys | null>(null)
+  const [error, setError] = useState("")
+  usePoll(async () => {
+    try {
+      setKeys(await api<OrganizationKeys>("GET", "/api/keys"))
+    } catch {
+      setKeys(null) // not an admin: no slug URL, no badges
+    }
+  }, 60_000, [monitor.id])
+  if (monitor.pingUrl === undefined && keys === null) return null
+  const rotate = async () => {
+    if (!confirm("Give this monitor a new ping URL? Jobs using the current one get 404 until they are changed.")) return
+    try {
+      onChanged(await api<Monitor>("POST", `/api/monitors/${monitor.id}/ping-url/rotate`))
+      setError("")
+    } catch (e) {
+      setError(errorText(e))
+    }
+  }
+  const name = monitor.slug ?? null
+  return (
+    <>
+      <h2>Ping URL and badges</h2>
+      <dl class="facts urls">
+        <div><dt>Slug</dt><dd>{name ?? <span class="muted">none (set one in the settings)</span>}</dd></div>
+        {monitor.pingUrl !== undefined && <CopyLine label="Ping URL" url={monitor.pingUrl} />}
+        {keys !== null && name !== null && <CopyLine label="Slug ping URL" url={`${keys.slugPingUrl}/${name}`} />}
+        {keys !== null && name !== null && <CopyLine label="Badge (SVG)" url={`${keys.badgeUrl}/${name}.svg`} />}
+        {keys !== null && name !== null && <CopyLine label="Badge (JSON)" url={`${keys.badgeUrl}/${name}.json`} />}
+        {keys !== null && name !== null && <CopyLine label="Badge (Shields.io endpoint)" url={`${keys.badgeUrl}/${name}.shields`} />}
+        {keys !== null && monitor.tags.map((tag) => <CopyLine key={tag} label={`Badge of tag ${tag}`} url={`${keys.badgeUrl}/${encodeURIComponent(tag)}.svg`} />)}
+      </dl>
+      {keys !== null && name !== null && <p><img alt={`badge of ${name}`} src={`${new URL(keys.badgeUrl).pathname}/${name}.svg`} /></p>}
+      {monitor.pingUrl !== undefined && (
+        <p class="muted">
+          The URL is the credential: <code>curl -fsS -m 10 --retry 5 {monitor.pingUrl}</code> records a success;
+          append <code>/start</code>, <code>/fail</code>, <code>/log</code> or the exit status.{" "}
+          <button type="button" class="secondary" onClick={() => void rotate()}>Rotate ping URL</button>
+        </p>
+      )}
+      <ErrorLine error={error} />
+    </>
+  )
+}
+
 function MonitorSettings({ monitor, onSaved }: { monitor: Monitor; onSaved: (m: Monitor) => void }) {
   const [f, setF] = useState(() => ({
     name: monitor.name,
+    slug: monitor.slug ?? "",
     type: monitor.schedule.type,
     expression: monitor.schedule.expression,
     timezone: monitor.schedule.timezone,
@@ -139,6 +210,7 @@ function MonitorSettings({ monitor, onSaved }: { monitor: Monitor; onSaved: (m: 
       try {
         const saved = await api<Monitor>("PATCH", `/api/monitors/${monitor.id}`, {
           name: f.name,
+          slug: f.slug.trim() === "" ? null : f.slug.trim(),
           schedule: f.type === "cron" ? { type: f.type, expression: f.expression, timezone: f.timezone } : { type: f.type, expression: f.expression },
           graceSeconds: Number(f.grace),
           maxRuntimeSeconds: f.maxRuntime === "" ? null : Number(f.maxRuntime),
@@ -157,6 +229,7 @@ function MonitorSettings({ monitor, onSaved }: { monitor: Monitor; onSaved: (m: 
       }
     }}>
       <label>Name<input value={f.name} onInput={set("name")} required /></label>
+      <label title="a-z, 0-9, - and _: the monitor's name in slug ping URLs and badges; unique in the organization">Slug<input value={f.slug} onInput={set("slug")} pattern="[a-z0-9][a-z0-9_-]{0,99}" /></label>
       <label>Schedule type<select value={f.type} onChange={set("type")}><option value="cron">cron expression</option><option value="interval">fixed interval</option></select></label>
       <label>Expression<input value={f.expression} onInput={set("expression")} required /></label>
       {f.type === "cron" && <label>Time zone<input value={f.timezone} onInput={set("timezone")} /></label>}

@@ -215,6 +215,7 @@ function NewMonitor({ onCreated }: { onCreated: (m: Monitor) => void }) {
   const [timezone, setTimezone] = useState("UTC")
   const [grace, setGrace] = useState("60")
   const [tags, setTags] = useState("")
+  const [slug, setSlug] = useState("")
   const [error, setError] = useState("")
   const [busy, setBusy] = useState(false)
 
@@ -230,7 +231,8 @@ function NewMonitor({ onCreated }: { onCreated: (m: Monitor) => void }) {
             name,
             schedule: type === "cron" ? { type, expression, timezone } : { type, expression },
             graceSeconds: Number(grace),
-            tags: tags.split(",").map((t) => t.trim()).filter(Boolean)
+            tags: tags.split(",").map((t) => t.trim()).filter(Boolean),
+            ...(slug.trim() === "" ? {} : { slug: slug.trim() })
           })
           onCreated(m)
         } catch (err) {
@@ -257,6 +259,7 @@ function NewMonitor({ onCreated }: { onCreated: (m: Monitor) => void }) {
         )}
         <label>Grace (seconds)<input name="grace" type="number" min={0} required value={grace} onInput={(e) => setGrace(e.currentTarget.value)} /></label>
         <label>Tags (comma separated)<input name="tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} /></label>
+        <label title="a-z, 0-9, - and _: the monitor's name in slug ping URLs and badges; unique in the organization">Slug (optional)<input name="slug" pattern="[a-z0-9][a-z0-9_-]{0,99}" value={slug} onInput={(e) => setSlug(e.currentTarget.value)} /></label>
         <div class="actions"><button type="submit" disabled={busy}>Create monitor</button></div>
         <ErrorLine error={error} />
       </form>
