@@ -34,6 +34,7 @@ export type PingOutcome = (typeof PING_OUTCOMES)[number]
 const outcomeSlot = (status: number): number => {
   switch (status) {
     case 200:
+    case 201: // a ping URL that created its monitor (?create=1)
       return 0
     case 400:
       return 1

@@ -10,6 +10,7 @@ import { SLUG_PATTERN } from "../Monitors/Api.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
 import { Monitors } from "../Monitors/Monitors.js"
 import { badgeJson, badgeSvg, type BadgeState, monitorBadgeState, parseBadgePath, shieldsJson, worstState } from "./Badges.js"
+import { Metrics } from "../Metrics/Metrics.js"
 import { Intake, type PingReply } from "./Intake.js"
 import { OrgKeys } from "./OrgKeys.js"
 import { AUTO_CREATE_DEFAULTS, parseGrace, parsePingPath, type PingAction, plainText, scheduleOfQuery } from "./PingUrls.js"
@@ -58,6 +59,7 @@ export const PublicRoutesLive = Layer.effect(
   PublicRoutes,
   Effect.gen(function*() {
     const intake = yield* Intake
+    const { pingAnswered } = yield* Metrics
     const cache = yield* MonitorCache
     const orgKeys = yield* OrgKeys
     const monitors = yield* Monitors
@@ -151,7 +153,11 @@ export const PublicRoutesLive = Layer.effect(
     const handlePing = (req: http.IncomingMessage, res: http.ServerResponse, path: string, query: string): boolean => {
       const target = parsePingPath(path)
       if (target === undefined) return false
-      const reply = (r: PingReply) => answer(req, res, r)
+      // Counted as the token routes' answers are (docs/metrics.md, jobmon_pings_total).
+      const reply = (r: PingReply) => {
+        pingAnswered(r.status)
+        answer(req, res, r)
+      }
       if (req.method !== "GET" && req.method !== "HEAD" && req.method !== "POST") {
         req.resume()
         answer(req, res, { ...errorReply("MethodNotAllowed", "method not allowed: use GET, HEAD or POST"), headers: { allow: "GET, HEAD, POST" } })
@@ -167,7 +173,7 @@ export const PublicRoutesLive = Layer.effect(
           tooLarge = true
           chunks.length = 0
           refuseRestOfBody(req)
-          answer(req, res, PAYLOAD_TOO_LARGE_REPLY)
+          reply(PAYLOAD_TOO_LARGE_REPLY)
           return
         }
         chunks.push(chunk)

@@ -259,9 +259,14 @@ layer(MetricsServer, { timeout: 120_000 })("GET /metrics", (it) => {
 
       // A later scrape shows later activity: counters only grow, by what happened since.
       expect((yield* sendPing(backup.id, "success")).status).toBe(200)
+      // a ping URL's answers count the same (docs/pings.md#ping-urls): one accepted, one unknown
+      const pingPath = new URL(String(backup.pingUrl)).pathname
+      expect((yield* call("GET", pingPath, { token: null })).text).toBe("OK")
+      expect((yield* call("GET", "/ping/0b6e1d9a-2c4f-4d3e-9a8b-7c6d5e4f3a2b", { token: null })).status).toBe(404)
       const again = parseExposition((yield* scrape(read.token)).text)
-      expect(valueOf(again, "jobmon_pings_total", { outcome: "accepted" })).toBe(5)
-      expect(valueOf(again, "jobmon_ping_writer_batch_size_count")).toBe(5)
+      expect(valueOf(again, "jobmon_pings_total", { outcome: "accepted" })).toBe(6)
+      expect(valueOf(again, "jobmon_pings_total", { outcome: "not_found" })).toBe(2)
+      expect(valueOf(again, "jobmon_ping_writer_batch_size_count")).toBe(6)
     })))
 
   it.effect("per-monitor metrics are the scraping token's organization's only", () =>
