@@ -259,12 +259,6 @@ describe("jobmon import crontab (a real process)", () => {
     }), 120_000)
 })
 
-/** Whether the monitors API has slugs (another change of issue 23): --apply is written against it. */
-const slugApi = readFileSync(path.join(root, "src/Monitors/Api.ts"), "utf8").includes("slug")
-if (!slugApi) {
-  console.warn("BLOCKED test/Cli/ImportCrontab.test.ts 'apply twice': the monitors API has no slug yet (GET /api/monitors?slug=)")
-}
-
 layer(TestServer(), { excludeTestServices: true, timeout: 240_000 })("jobmon import crontab --apply", (it) => {
   const apply = (input: string) =>
     Effect.flatMap(TestApp, (app) =>
@@ -273,7 +267,7 @@ layer(TestServer(), { excludeTestServices: true, timeout: 240_000 })("jobmon imp
       }))
   const monitors = Effect.map(call("GET", "/api/monitors?limit=100"), (r) => r.body.monitors as Array<any>)
 
-  it.effect.skipIf(!slugApi)("creates one monitor per job, then changes nothing; a changed schedule is an update of the same monitor", () =>
+  it.effect("creates one monitor per job, then changes nothing; a changed schedule is an update of the same monitor", () =>
     Effect.gen(function*() {
       const first = yield* apply(SMALL)
       expect(first.stderr).toMatch(/applied: 2 created, 0 updated, 0 unchanged/)
@@ -295,20 +289,5 @@ layer(TestServer(), { excludeTestServices: true, timeout: 240_000 })("jobmon imp
       const after = yield* monitors
       expect(after.map((m) => m.id).sort()).toEqual(made.map((m) => m.id).sort())
       expect(after.find((m) => m.name === "/usr/local/bin/backup.sh").schedule.expression).toBe("30 4 * * *")
-    }), 240_000)
-
-  it.effect.skipIf(slugApi)("against a service without monitor slugs it stops with exit code 1 and leaves no monitor behind", () =>
-    Effect.gen(function*() {
-      const empty = yield* apply(SMALL)
-      expect(empty.code).toBe(1)
-      expect(empty.stderr).toMatch(/does not know monitor slugs .* deleted again/)
-      expect(empty.stdout).toBe("")
-      expect(yield* monitors).toEqual([])
-
-      expect((yield* call("POST", "/api/monitors", { body: { name: "other", schedule: { type: "cron", expression: "@daily" } } })).status).toBe(201)
-      const withOne = yield* apply(SMALL)
-      expect(withOne.code).toBe(1)
-      expect(withOne.stderr).toMatch(/does not know monitor slugs \(GET \/api\/monitors\?slug= is not filtered\)/)
-      expect((yield* monitors).map((m) => m.name)).toEqual(["other"])
     }), 240_000)
 })
