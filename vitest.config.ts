@@ -19,9 +19,9 @@ export default defineConfig({
       },
       {
         // Several instances as real processes (three or four at once, each a whole service): run
-        // after the rest, alone, so that their timing does not weigh on the other files' nor theirs on it.
+        // after the rest, one file at a time, so that their timing does not weigh on the other files' nor theirs on it.
         extends: true,
-        test: { name: "cluster", include: ["test/Cluster/**/*.test.ts"], sequence: { groupOrder: 1 } }
+        test: { name: "cluster", include: ["test/Cluster/**/*.test.ts"], sequence: { groupOrder: 1 }, poolOptions: { forks: { singleFork: true } } }
       }
     ]
   }
