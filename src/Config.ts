@@ -24,6 +24,8 @@ export interface AppConfigShape {
   readonly runsCompressAfterDays: number
   /** Batches of pings the group-commit writer may have in flight at once (src/Pings/RunWriter.ts). */
   readonly pingWriterLanes: number
+  /** How long an idle ping writer waits for more pings before it commits; unset: 0, or 10 in cluster mode. */
+  readonly pingWriterLingerMs: Option.Option<number>
   /** Slow clients (docs/security.md): time to send the headers, and the whole request. */
   readonly headersTimeoutMs: number
   readonly requestTimeoutMs: number
@@ -137,6 +139,9 @@ export const appConfig: Config.Config<AppConfigShape> = Config.all({
     Config.withDefault(1),
     Config.validate({ message: "PING_WRITER_LANES must be between 1 and 8", validation: (n) => n >= 1 && n <= 8 })
   ),
+  pingWriterLingerMs: Config.option(Config.integer("PING_WRITER_LINGER_MS").pipe(
+    Config.validate({ message: "PING_WRITER_LINGER_MS must be between 0 and 100", validation: (n) => n >= 0 && n <= 100 })
+  )),
   headersTimeoutMs: Config.integer("HEADERS_TIMEOUT_MS").pipe(
     Config.withDefault(10_000),
     Config.validate({ message: "HEADERS_TIMEOUT_MS must be between 1000 and 120000", validation: (n) => n >= 1000 && n <= 120_000 })

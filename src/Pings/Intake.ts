@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, ParseResult, Runtime, Schema } from "effect"
+import { Effect, Either, Option, ParseResult, Runtime, Schema } from "effect"
 import { type CachedAuth, parseBearer, Tokens } from "../Auth/Tokens.js"
 import { scopeAllows } from "../Auth/Scopes.js"
 import { AppConfig } from "../Config.js"
@@ -84,6 +84,14 @@ const firstIssue = (e: ParseResult.ParseError, text: string) => {
   return { path, message: `${path === "" ? "body" : path}: ${problem?.message ?? e.message}` }
 }
 
+/**
+ * Cluster mode: how long an idle ping writer waits for more pings before it commits, unless
+ * PING_WRITER_LINGER_MS says otherwise. Each instance takes a share of the pings, and every commit
+ * that carries news wakes every instance's LISTEN session: bigger batches cost less per ping
+ * (docs/performance.md, "Several instances"), for about this much more latency per ping.
+ */
+export const CLUSTER_WRITER_LINGER_MS = 10
+
 interface MonitorPingState {
   openRuns: ReadonlyArray<OpenRun>
   /** Recently finished run ids, newest last (to tell 409 from 404 without a query). */
@@ -143,7 +151,11 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const writer = new RunWriter(database.pool, config.pingWriterLanes)
     writer.afterCommit = metrics.writerBatch
     yield* Effect.addFinalizer(() => Effect.promise(() => writer.close()))
-    if (news.clustered) writer.newsOrigin = news.origin
+    if (!news.clustered) writer.lingerMs = Option.getOrElse(config.pingWriterLingerMs, () => 0)
+    if (news.clustered) {
+      writer.newsOrigin = news.origin
+      writer.lingerMs = Option.getOrElse(config.pingWriterLingerMs, () => CLUSTER_WRITER_LINGER_MS)
+    }
 
     /**
      * Committed pings of the batch being answered, for the incident engine: monitor id, event,

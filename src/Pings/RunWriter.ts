@@ -228,6 +228,13 @@ export class RunWriter {
   newsOrigin: string | undefined = undefined
 
   /**
+   * How long an idle lane waits for more pings before it writes (0: the end of this turn of the
+   * event loop). Cluster mode waits a little: each instance takes a share of the pings, and every
+   * commit that notifies wakes every instance's LISTEN session (docs/performance.md, "Several instances").
+   */
+  lingerMs = 0
+
+  /**
    * `lanes` batches may be in flight at once, each on its own connection. More than one only pays
    * where a commit takes milliseconds (network storage): on a local disk the service's own thread
    * is the limit, and each lane more halves the batches (docs/performance.md). A monitor always
@@ -247,10 +254,12 @@ export class RunWriter {
       // I/O callbacks of the turn): the pings that arrived together go in one batch, instead of the
       // first alone and the others waiting for its commit.
       lane.scheduled = true
-      setImmediate(() => {
+      const go = () => {
         lane.scheduled = false
         if (!lane.flushing && lane.pending.length > 0) this.flush(lane)
-      })
+      }
+      if (this.lingerMs > 0) setTimeout(go, this.lingerMs)
+      else setImmediate(go)
     }
   }
 
