@@ -69,7 +69,7 @@ const launchOnce = async (options: LaunchOptions): Promise<Instance> => {
   const inherited = { ...process.env }
   for (const name of NOT_INHERITED) delete inherited[name]
   const spawnedAt = performance.now()
-  const child = spawnChild(`service ${options.name}`, process.execPath, ["bin/jobmon.js", "serve"], {
+  const child = spawnChild(`service ${options.name}`, process.execPath, [...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), "bin/jobmon.js", "serve"], {
     cwd: ROOT,
     logFile: options.logFile,
     env: {
