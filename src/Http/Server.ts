@@ -61,6 +61,41 @@ export const refuseRestOfBody = (req: http.IncomingMessage) => {
 }
 
 /**
+ * Reads a request's body for the routes served ahead of the router (the ping intake), limited as it
+ * arrives: past `MAX_BODY_BYTES` what came is dropped, the rest refused (`refuseRestOfBody`) and
+ * `tooLarge` called instead of `done`. A request that fails while it is read loses its connection.
+ */
+export const readLimitedBody = (
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  tooLarge: () => void,
+  done: (body: string) => void
+): void => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  let refused = false
+  req.on("data", (chunk: Buffer) => {
+    if (refused) return
+    size += chunk.length
+    if (size > MAX_BODY_BYTES) {
+      refused = true
+      chunks.length = 0
+      refuseRestOfBody(req)
+      tooLarge()
+      return
+    }
+    chunks.push(chunk)
+  })
+  req.on("error", () => {
+    if (!res.headersSent) res.destroy()
+  })
+  req.on("end", () => {
+    if (refused) return
+    done(chunks.length === 0 ? "" : chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"))
+  })
+}
+
+/**
  * Effect's body reader destroys the request when it stops at the size limit, and the socket, and the
  * 413 with it. A request handed to it is instead left to `refuseRestOfBody` when destroyed before it
  * was read whole; a finished or abandoned one is destroyed as usual.

@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import type * as http from "node:http"
-import { MAX_BODY_BYTES, PAYLOAD_TOO_LARGE_REPLY } from "../Domain/Errors.js"
-import { FastRoutes, refuseRestOfBody, sendJson } from "../Http/Server.js"
+import { PAYLOAD_TOO_LARGE_REPLY } from "../Domain/Errors.js"
+import { FastRoutes, readLimitedBody, sendJson } from "../Http/Server.js"
 import { Metrics } from "../Metrics/Metrics.js"
 import { Intake, type PingReply } from "./Intake.js"
 
@@ -26,27 +26,10 @@ export const FastPingRoutes = Layer.effect(
       const q = url.indexOf("?")
       const match = PING_PATH.exec(q < 0 ? url : url.slice(0, q))
       if (match === null) return false
-      const chunks: Array<Buffer> = []
-      let size = 0
-      let tooLarge = false
-      req.on("data", (chunk: Buffer) => {
-        if (tooLarge) return
-        size += chunk.length
-        if (size > MAX_BODY_BYTES) {
-          tooLarge = true
-          chunks.length = 0
-          refuseRestOfBody(req)
-          pingAnswered(PAYLOAD_TOO_LARGE_REPLY.status)
-          send(res, PAYLOAD_TOO_LARGE_REPLY)
-          return
-        }
-        chunks.push(chunk)
-      })
-      req.on("error", () => {
-        if (!res.headersSent) res.destroy()
-      })
-      req.on("end", () => {
-        if (tooLarge) return
+      readLimitedBody(req, res, () => {
+        pingAnswered(PAYLOAD_TOO_LARGE_REPLY.status)
+        send(res, PAYLOAD_TOO_LARGE_REPLY)
+      }, (body) => {
         let monitorId: string
         try {
           monitorId = decodeURIComponent(match[1]!)
@@ -59,7 +42,7 @@ export const FastPingRoutes = Layer.effect(
             kind: match[2]!.toLowerCase() as "start" | "success" | "fail",
             authorization: req.headers.authorization,
             query: q < 0 ? "" : url.slice(q + 1),
-            body: chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")
+            body
           },
           (reply) => {
             // counted as answered: one increment of a plain number (src/Metrics/Metrics.ts)

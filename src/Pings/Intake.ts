@@ -313,6 +313,16 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
       acceptPing(request.kind, info, parsed.right, false, reply)
     }
 
+    /** The monitor's ping rate limit: takes a token, or answers 429 with when to retry. */
+    const rateLimited = (state: MonitorPingState, now: number): PingReply | undefined => {
+      const wait = takeToken(state, now, config.pingRatePerSecond, config.pingBurst)
+      if (wait <= 0) return undefined
+      return {
+        ...errorReply("RateLimited", `Too many pings for this monitor: at most ${config.pingRatePerSecond} per second (bursts of ${config.pingBurst}). Retry in ${wait} s.`, { retryAfterSeconds: wait }),
+        headers: { "retry-after": String(wait), ...rateLimitHeaders(state, config.pingRatePerSecond, config.pingBurst) }
+      }
+    }
+
     /**
      * A parsed ping of a monitor. `lenient` (ping URLs, Healthchecks' semantics): a start that repeats
      * an open run's id, or a finish that repeats a finished run's, is a retry and answered 200 without
@@ -321,13 +331,8 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const acceptPing = (kind: PingKind, info: MonitorInfo, ping: PingBody, lenient: boolean, reply: (r: PingReply) => void) => {
       const now = clock.unsafeCurrentTimeMillis()
       const state = stateOf(info.id, now)
-      const wait = takeToken(state, now, config.pingRatePerSecond, config.pingBurst)
-      if (wait > 0) {
-        return reply({
-          ...errorReply("RateLimited", `Too many pings for this monitor: at most ${config.pingRatePerSecond} per second (bursts of ${config.pingBurst}). Retry in ${wait} s.`, { retryAfterSeconds: wait }),
-          headers: { "retry-after": String(wait), ...rateLimitHeaders(state, config.pingRatePerSecond, config.pingBurst) }
-        })
-      }
+      const limited = rateLimited(state, now)
+      if (limited !== undefined) return reply(limited)
       if (ping.runId !== undefined && !isUuid(ping.runId)) {
         return reply(
           kind === "start"
@@ -509,13 +514,8 @@ export class Intake extends Effect.Service<Intake>()("jobmon/Intake", {
     const submitLog = (info: MonitorInfo, runId: string | undefined, text: string, reply: (r: PingReply) => void): void => {
       const now = clock.unsafeCurrentTimeMillis()
       const state = stateOf(info.id, now)
-      const wait = takeToken(state, now, config.pingRatePerSecond, config.pingBurst)
-      if (wait > 0) {
-        return reply({
-          ...errorReply("RateLimited", `Too many pings for this monitor: at most ${config.pingRatePerSecond} per second (bursts of ${config.pingBurst}). Retry in ${wait} s.`, { retryAfterSeconds: wait }),
-          headers: { "retry-after": String(wait), ...rateLimitHeaders(state, config.pingRatePerSecond, config.pingBurst) }
-        })
-      }
+      const limited = rateLimited(state, now)
+      if (limited !== undefined) return reply(limited)
       if (runId !== undefined && !isUuid(runId)) return reply(errorReply("ValidationError", "rid must be a UUID.", { path: "rid" }))
       const output = info.captureOutput ? prepareOutput(text, info.maxOutputSizeKb * 1024) : undefined
       run(

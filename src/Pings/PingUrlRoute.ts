@@ -3,8 +3,9 @@ import { Effect, Layer, Runtime } from "effect"
 import type * as http from "node:http"
 import { AppConfig } from "../Config.js"
 import { errorReply, MAX_BODY_BYTES, PAYLOAD_TOO_LARGE_REPLY } from "../Domain/Errors.js"
+import { isUuid } from "../Domain/Ids.js"
 import { type Bucket, takeToken } from "../Http/RateLimit.js"
-import { PublicRoutes, refuseRestOfBody, sendJson } from "../Http/Server.js"
+import { PublicRoutes, readLimitedBody, sendJson } from "../Http/Server.js"
 import { Maintenance } from "../Maintenance/Maintenance.js"
 import { SLUG_PATTERN } from "../Monitors/Api.js"
 import { type MonitorInfo, MonitorCache } from "../Monitors/MonitorCache.js"
@@ -163,32 +164,12 @@ export const PublicRoutesLive = Layer.effect(
         answer(req, res, { ...errorReply("MethodNotAllowed", "method not allowed: use GET, HEAD or POST"), headers: { allow: "GET, HEAD, POST" } })
         return true
       }
-      const chunks: Array<Buffer> = []
-      let size = 0
-      let tooLarge = false
-      req.on("data", (chunk: Buffer) => {
-        if (tooLarge) return
-        size += chunk.length
-        if (size > MAX_BODY_BYTES) {
-          tooLarge = true
-          chunks.length = 0
-          refuseRestOfBody(req)
-          reply(PAYLOAD_TOO_LARGE_REPLY)
-          return
-        }
-        chunks.push(chunk)
-      })
-      req.on("error", () => {
-        if (!res.headersSent) res.destroy()
-      })
-      req.on("end", () => {
-        if (tooLarge) return
-        const body = chunks.length === 0 ? "" : chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")
+      readLimitedBody(req, res, () => reply(PAYLOAD_TOO_LARGE_REPLY), (body) => {
         if (target._tag === "NotFound") return reply(notFound)
         if (target._tag === "Invalid") return reply(errorReply("ValidationError", target.message, { path: "" }))
         const params = new URLSearchParams(query)
         const rid = params.get("rid") ?? undefined
-        if (rid !== undefined && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(rid)) {
+        if (rid !== undefined && !isUuid(rid)) {
           return reply(errorReply("ValidationError", "invalid rid: it must be a UUID", { path: "rid" }))
         }
         const runId = rid?.toLowerCase()
