@@ -170,6 +170,39 @@ export const describeAnswer = (result: SendResult): string => {
   return `${result.protocol === "smtp" ? "SMTP" : "HTTP"} ${outcome.status}${clipped === "" ? "" : `: ${clipped}`}`
 }
 
+/**
+ * How an HTTP provider's answer reads, for the channels whose providers answer alike: no
+ * connection fails the message, no answer retries, 2xx is delivered, 429 waits the provider's
+ * Retry-After (or `retryAfterSeconds` when it sends none), 5xx retries; then the channel's own
+ * reading of the rest (`gone`: the reason the destination takes nothing any more, if it does not),
+ * and anything else fails the message. `detail` is `describeAnswer`'s line.
+ */
+export const httpVerdict = (
+  result: SendResult,
+  gone: (status: number, detail: string) => string | undefined,
+  retryAfterSeconds?: number
+): Verdict => {
+  const { outcome } = result
+  const detail = describeAnswer(result)
+  if (outcome._tag === "Refused") return rejected(detail)
+  if (outcome._tag === "NoAnswer") return retryLater(undefined, detail)
+  const status = outcome.status
+  if (status >= 200 && status < 300) return DELIVERED
+  if (status === 429) {
+    const seconds = result.retryAfterSeconds ?? retryAfterSeconds
+    return retryLater(seconds === undefined ? undefined : seconds * 1000, detail)
+  }
+  if (status >= 500) return retryLater(undefined, detail)
+  const reason = gone(status, detail)
+  return reason === undefined ? rejected(detail) : invalid(reason, detail)
+}
+
+/** The headers of a JSON request to a chat provider. */
+export const JSON_HEADERS: Record<string, string> = { "Content-Type": "application/json; charset=utf-8", "User-Agent": "jobmon-alerts/1" }
+
+/** `pack` for a provider that takes one message a request. */
+export const oneByOne = <M extends StoredMessage>(messages: ReadonlyArray<M>): Array<Array<M>> => messages.map((m) => [m])
+
 /** A stored event as channels read it; `incident` when the fan-out loaded it. */
 export const channelEventOf = (row: EventRow, incident?: IncidentFacts, monitors?: ReadonlyArray<MonitorFacts>): ChannelEvent => {
   const stored = toStoredEvent(row)

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { StoredString } from "../Domain/Text.js"
 import { type Alert, alertOf, linksOf, clip, tail, testAlertOf } from "./Alert.js"
-import { type Channel, DELIVERED, describeAnswer, type MailRequest, rejected, retryLater, type SendResult } from "./Channel.js"
+import { type Channel, DELIVERED, describeAnswer, type MailRequest, oneByOne, rejected, retryLater, type SendResult } from "./Channel.js"
 import type { AlertChannelType } from "./ChannelType.js"
 
 /**
@@ -136,7 +136,7 @@ export const emailChannel = (publicUrl: string): Channel<EmailDestination, MailR
     return alert === undefined ? undefined : JSON.stringify(emailOf(alert))
   },
   testMessageFor: (email, test) => JSON.stringify(emailOf(testAlertOf(email.name, test.at))),
-  pack: (messages) => messages.map((message) => [message]),
+  pack: oneByOne,
   requestFor: (email, [message]) => {
     const body = JSON.parse(message!.body) as EmailBody
     return {

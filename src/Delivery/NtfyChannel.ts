@@ -3,14 +3,11 @@ import { StoredString } from "../Domain/Text.js"
 import { type Alert, alertOf, clip, tail, testAlertOf } from "./Alert.js"
 import {
   type Channel,
-  DELIVERED,
-  describeAnswer,
-  invalid,
+  httpVerdict,
+  JSON_HEADERS,
+  oneByOne,
   type OutboundRequest,
-  rejected,
-  retryLater,
-  type SendResult,
-  type StoredMessage
+  type SendResult
 } from "./Channel.js"
 import type { AlertChannelType } from "./ChannelType.js"
 import { CHAT_MAX_ATTEMPTS, chatDelayAfterAttempt } from "./RetrySchedule.js"
@@ -153,45 +150,28 @@ export const ntfyMessageOf = (alert: Alert, topic: string): NtfyMessage => {
 }
 
 /** What ntfy answered: 429 with its code 42901 (limit reached), 401/403 (40101, 40301), … */
-export const ntfyVerdict = (result: SendResult) => {
-  const { outcome } = result
-  const detail = describeAnswer(result)
-  if (outcome._tag === "Refused") return rejected(detail)
-  if (outcome._tag === "NoAnswer") return retryLater(undefined, detail)
-  const status = outcome.status
-  if (status >= 200 && status < 300) return DELIVERED
-  if (status === 429) return retryLater((result.retryAfterSeconds ?? NTFY_REPLENISH_SECONDS) * 1000, detail)
-  if (status >= 500) return retryLater(undefined, detail)
-  if (status === 401 || status === 403) {
-    return invalid(
-      `ntfy answered ${detail.slice("HTTP ".length)}: the access token is wrong or revoked, or it may not publish to ` +
+export const ntfyVerdict = (result: SendResult) =>
+  httpVerdict(result, (status, detail) => {
+    if (status === 401 || status === 403) {
+      return `ntfy answered ${detail.slice("HTTP ".length)}: the access token is wrong or revoked, or it may not publish to ` +
         "this topic (reserved by another user). Make a token that may write to the topic (ntfy token add, or the web " +
-        "app's Account page) and update it here.",
-      detail
-    )
-  }
-  if (status === 404 || status === 410) {
-    return invalid(
-      `ntfy answered ${detail.slice("HTTP ".length)}: there is no ntfy server at this url. Check the server url ` +
-        "(its root, e.g. https://ntfy.example.com) and update it here.",
-      detail
-    )
-  }
-  return rejected(detail)
-}
+        "app's Account page) and update it here."
+    }
+    if (status === 404 || status === 410) {
+      return `ntfy answered ${detail.slice("HTTP ".length)}: there is no ntfy server at this url. Check the server url ` +
+        "(its root, e.g. https://ntfy.example.com) and update it here."
+    }
+    return undefined
+  }, NTFY_REPLENISH_SECONDS)
 
 /** ntfy gives a client one request back every 5 seconds once its burst is used up. */
 export const NTFY_REPLENISH_SECONDS = 5
 export const NTFY_PER_MINUTE = 12
 export const NTFY_SPACING_MS = 1000
 
-const HEADERS: Record<string, string> = { "Content-Type": "application/json; charset=utf-8", "User-Agent": "jobmon-alerts/1" }
-
 /** The server's root, where JSON is published. */
 export const ntfyPublishUrl = (server: string) => `${server.replace(/\/+$/, "")}/`
 
-/** One alert a request: ntfy publishes one message per request. */
-const oneByOne = <M extends StoredMessage>(messages: ReadonlyArray<M>): Array<Array<M>> => messages.map((m) => [m])
 
 export const ntfyChannel = (publicUrl: string): Channel<NtfyDestination, OutboundRequest> => ({
   kind: "ntfy",
@@ -207,7 +187,7 @@ export const ntfyChannel = (publicUrl: string): Channel<NtfyDestination, Outboun
   pack: oneByOne,
   requestFor: (ntfy, messages) => ({
     url: ntfyPublishUrl(ntfy.server),
-    headers: HEADERS,
+    headers: JSON_HEADERS,
     ...(ntfy.token === undefined ? {} : { secretHeaders: { Authorization: `Bearer ${ntfy.token}` } }),
     // the topic as the channel has it now (a PATCH may have changed it since the message was made)
     body: JSON.stringify({ ...(JSON.parse(messages[0]!.body) as NtfyMessage), topic: ntfy.topic })

@@ -3,12 +3,9 @@ import { StoredString } from "../Domain/Text.js"
 import { type Alert, alertOf, clip, tail, testAlertOf } from "./Alert.js"
 import {
   type Channel,
-  DELIVERED,
-  describeAnswer,
-  invalid,
+  httpVerdict,
+  oneByOne,
   type OutboundRequest,
-  rejected,
-  retryLater,
   type SendResult,
   type StoredMessage
 } from "./Channel.js"
@@ -175,24 +172,12 @@ export const opsgenieUrl = (baseUrl: string, message: OpsgenieMessage) => {
 }
 
 /** Opsgenie's answer (https://docs.opsgenie.com/docs/response#response-codes). */
-export const opsgenieVerdict = (result: SendResult) => {
-  const { outcome } = result
-  const detail = describeAnswer(result)
-  if (outcome._tag === "Refused") return rejected(detail)
-  if (outcome._tag === "NoAnswer") return retryLater(undefined, detail)
-  const status = outcome.status
-  if (status >= 200 && status < 300) return DELIVERED
-  if (status === 429) return retryLater(result.retryAfterSeconds === undefined ? undefined : result.retryAfterSeconds * 1000, detail)
-  if (status >= 500) return retryLater(undefined, detail)
-  if (status === 401 || status === 403) {
-    return invalid(
-      `Opsgenie answered ${detail.slice("HTTP ".length)}: the API key was revoked, its integration disabled, or it lacks ` +
-        "Create and Update access (or belongs to the other region). Paste a valid key here.",
-      detail
-    )
-  }
-  return rejected(detail)
-}
+export const opsgenieVerdict = (result: SendResult) =>
+  httpVerdict(result, (status, detail) =>
+    status === 401 || status === 403
+      ? `Opsgenie answered ${detail.slice("HTTP ".length)}: the API key was revoked, its integration disabled, or it lacks ` +
+        "Create and Update access (or belongs to the other region). Paste a valid key here."
+      : undefined)
 
 const HEADERS: Record<string, string> = { "Content-Type": "application/json", "User-Agent": "jobmon-alerts/1" }
 
@@ -210,7 +195,7 @@ export const opsgenieChannel = (publicUrl: string): Channel<OpsgenieDestination,
     return alert === undefined ? undefined : JSON.stringify(opsgenieMessageOf(alert))
   },
   testMessageFor: (og, test) => JSON.stringify(opsgenieMessageOf(testAlertOf(og.name, test.at), test.id)),
-  pack: (messages) => messages.map((m) => [m]),
+  pack: oneByOne,
   requestFor: (og, messages: ReadonlyArray<StoredMessage>) => {
     const message = JSON.parse(messages[0]!.body) as OpsgenieMessage
     return {

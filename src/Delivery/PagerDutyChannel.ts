@@ -3,11 +3,9 @@ import { StoredString } from "../Domain/Text.js"
 import { type Alert, alertOf, clip, linksOf, tail, testAlertOf } from "./Alert.js"
 import {
   type Channel,
-  DELIVERED,
-  describeAnswer,
+  httpVerdict,
+  oneByOne,
   type OutboundRequest,
-  rejected,
-  retryLater,
   type SendResult,
   type StoredMessage
 } from "./Channel.js"
@@ -158,17 +156,7 @@ export const pagerDutyEventOf = (alert: Alert, publicUrl: string, testId?: strin
 }
 
 /** PagerDuty's answer (https://developer.pagerduty.com/docs/events-api-v2/overview/#response-codes--retry-logic). */
-export const pagerDutyVerdict = (result: SendResult) => {
-  const { outcome } = result
-  const detail = describeAnswer(result)
-  if (outcome._tag === "Refused") return rejected(detail)
-  if (outcome._tag === "NoAnswer") return retryLater(undefined, detail)
-  const status = outcome.status
-  if (status >= 200 && status < 300) return DELIVERED
-  if (status === 429) return retryLater(result.retryAfterSeconds === undefined ? undefined : result.retryAfterSeconds * 1000, detail)
-  if (status >= 500) return retryLater(undefined, detail)
-  return rejected(detail)
-}
+export const pagerDutyVerdict = (result: SendResult) => httpVerdict(result, () => undefined)
 
 const HEADERS: Record<string, string> = { "Content-Type": "application/json", "User-Agent": "jobmon-alerts/1" }
 
@@ -191,7 +179,7 @@ export const pagerDutyChannel = (publicUrl: string): Channel<PagerDutyDestinatio
     return alert === undefined ? undefined : JSON.stringify(pagerDutyMessageOf(alert, publicUrl))
   },
   testMessageFor: (pd, test) => JSON.stringify(pagerDutyEventOf(testAlertOf(pd.name, test.at), publicUrl, test.id)),
-  pack: (messages) => messages.map((m) => [m]),
+  pack: oneByOne,
   requestFor: (pd, messages: ReadonlyArray<StoredMessage>) => {
     const message = JSON.parse(messages[0]!.body) as PagerDutyMessage
     return {

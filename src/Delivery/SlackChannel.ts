@@ -3,12 +3,9 @@ import { StoredString } from "../Domain/Text.js"
 import { type Alert, alertOf, linksOf, clip, tail, testAlertOf } from "./Alert.js"
 import {
   type Channel,
-  DELIVERED,
-  describeAnswer,
-  invalid,
+  httpVerdict,
+  JSON_HEADERS,
   type OutboundRequest,
-  rejected,
-  retryLater,
   type SendResult,
   type StoredMessage
 } from "./Channel.js"
@@ -184,27 +181,15 @@ export const packSlackMessages = <M extends StoredMessage>(messages: ReadonlyArr
 const GONE = ["invalid_token", "no_service", "channel_not_found", "channel_is_archived", "team_disabled", "no_team", "no_service_id"]
 
 /** What Slack's answer means (https://api.slack.com/messaging/webhooks#handling_errors). */
-export const slackVerdict = (result: SendResult) => {
-  const { outcome } = result
-  const detail = describeAnswer(result)
-  if (outcome._tag === "Refused") return rejected(detail)
-  if (outcome._tag === "NoAnswer") return retryLater(undefined, detail)
-  const status = outcome.status
-  const code = (result.responseText ?? "").trim()
-  if (status >= 200 && status < 300) return DELIVERED
-  if (status === 429) return retryLater(result.retryAfterSeconds === undefined ? undefined : result.retryAfterSeconds * 1000, detail)
-  if (status >= 500) return retryLater(undefined, detail)
-  if (status === 404 || status === 410 || status === 401 || (status === 403 && GONE.some((g) => code.startsWith(g)))) {
-    return invalid(
-      `Slack answered ${detail.slice("HTTP ".length)}: the incoming webhook was removed, its app uninstalled or its channel ` +
-        "archived. Add a new incoming webhook in Slack and update the url here.",
-      detail
-    )
-  }
-  return rejected(detail)
-}
-
-const HEADERS: Record<string, string> = { "Content-Type": "application/json; charset=utf-8", "User-Agent": "jobmon-alerts/1" }
+export const slackVerdict = (result: SendResult) =>
+  httpVerdict(result, (status, detail) => {
+    const code = (result.responseText ?? "").trim()
+    if (status === 404 || status === 410 || status === 401 || (status === 403 && GONE.some((g) => code.startsWith(g)))) {
+      return `Slack answered ${detail.slice("HTTP ".length)}: the incoming webhook was removed, its app uninstalled or its channel ` +
+        "archived. Add a new incoming webhook in Slack and update the url here."
+    }
+    return undefined
+  })
 
 /** Slack's pace: about one message a second per webhook (https://api.slack.com/apis/rate-limits). */
 export const SLACK_SPACING_MS = 1000
@@ -224,7 +209,7 @@ export const slackChannel = (publicUrl: string): Channel<SlackDestination, Outbo
   pack: packSlackMessages,
   requestFor: (slack, messages) => ({
     url: slack.url,
-    headers: HEADERS,
+    headers: JSON_HEADERS,
     body: JSON.stringify(mergeSlackMessages(messages.map((m) => JSON.parse(m.body) as SlackMessage)))
   }),
   verdictOn: slackVerdict

@@ -3,14 +3,11 @@ import { StoredString } from "../Domain/Text.js"
 import { type Alert, alertOf, linksOf, clip, tail, testAlertOf } from "./Alert.js"
 import {
   type Channel,
-  DELIVERED,
-  describeAnswer,
-  invalid,
+  httpVerdict,
+  JSON_HEADERS,
+  oneByOne,
   type OutboundRequest,
-  rejected,
-  retryLater,
-  type SendResult,
-  type StoredMessage
+  type SendResult
 } from "./Channel.js"
 import type { AlertChannelType } from "./ChannelType.js"
 import { maskChatUrl } from "./Masking.js"
@@ -175,32 +172,16 @@ export const teamsMessageOf = (alert: Alert): TeamsMessage => {
 }
 
 /** What the Workflows trigger's answer means (Logic Apps' HTTP trigger: 202 Accepted, 429 throttled). */
-export const teamsVerdict = (result: SendResult) => {
-  const { outcome } = result
-  const detail = describeAnswer(result)
-  if (outcome._tag === "Refused") return rejected(detail)
-  if (outcome._tag === "NoAnswer") return retryLater(undefined, detail)
-  const status = outcome.status
-  if (status >= 200 && status < 300) return DELIVERED
-  if (status === 429) return retryLater(result.retryAfterSeconds === undefined ? undefined : result.retryAfterSeconds * 1000, detail)
-  if (status >= 500) return retryLater(undefined, detail)
-  if (status === 401 || status === 403 || status === 404 || status === 410) {
-    return invalid(
-      `Teams answered ${detail.slice("HTTP ".length)}: the workflow was deleted or turned off, or its url's signature is ` +
-        "wrong. Open the workflow in Teams (Workflows app), copy its url again and update it here.",
-      detail
-    )
-  }
-  return rejected(detail)
-}
-
-const HEADERS: Record<string, string> = { "Content-Type": "application/json; charset=utf-8", "User-Agent": "jobmon-alerts/1" }
+export const teamsVerdict = (result: SendResult) =>
+  httpVerdict(result, (status, detail) =>
+    status === 401 || status === 403 || status === 404 || status === 410
+      ? `Teams answered ${detail.slice("HTTP ".length)}: the workflow was deleted or turned off, or its url's signature is ` +
+        "wrong. Open the workflow in Teams (Workflows app), copy its url again and update it here."
+      : undefined)
 
 export const TEAMS_SPACING_MS = 1000
 export const TEAMS_PER_MINUTE = 60
 
-/** One alert a request: a Workflows flow posts each attachment as a message of its own. */
-const oneByOne = <M extends StoredMessage>(messages: ReadonlyArray<M>): Array<Array<M>> => messages.map((m) => [m])
 
 export const teamsChannel = (publicUrl: string): Channel<TeamsDestination, OutboundRequest> => ({
   kind: "teams",
@@ -214,7 +195,7 @@ export const teamsChannel = (publicUrl: string): Channel<TeamsDestination, Outbo
   },
   testMessageFor: (teams, test) => JSON.stringify(teamsMessageOf(testAlertOf(teams.name, test.at))),
   pack: oneByOne,
-  requestFor: (teams, messages) => ({ url: teams.url, headers: HEADERS, body: messages[0]!.body }),
+  requestFor: (teams, messages) => ({ url: teams.url, headers: JSON_HEADERS, body: messages[0]!.body }),
   verdictOn: teamsVerdict
 })
 

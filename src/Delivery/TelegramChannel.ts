@@ -6,6 +6,7 @@ import {
   DELIVERED,
   describeAnswer,
   invalid,
+  JSON_HEADERS,
   type OutboundRequest,
   rejected,
   retryLater,
@@ -200,8 +201,6 @@ export const telegramVerdict = (result: SendResult) => {
   return rejected(detail)
 }
 
-const HEADERS: Record<string, string> = { "Content-Type": "application/json; charset=utf-8", "User-Agent": "jobmon-alerts/1" }
-
 /** Telegram's pace: about one message a second per chat, 20 a minute per group. */
 export const TELEGRAM_SPACING_MS = 1000
 export const TELEGRAM_PER_MINUTE = 20
@@ -223,7 +222,7 @@ export const telegramChannel = (publicUrl: string): Channel<TelegramDestination,
   pack: packTelegramMessages,
   requestFor: (telegram, messages) => ({
     url: sendMessageUrl(telegram.baseUrl, telegram.botToken),
-    headers: HEADERS,
+    headers: JSON_HEADERS,
     body: telegramRequestBody(telegram.chatId, messages.map((m) => m.body))
   }),
   verdictOn: telegramVerdict

@@ -1,5 +1,5 @@
 import { iso } from "../Domain/Instant.js"
-import { type Channel, DELIVERED, type OutboundRequest, REJECTED, retryLater } from "./Channel.js"
+import { type Channel, DELIVERED, oneByOne, type OutboundRequest, REJECTED, retryLater } from "./Channel.js"
 import { delayAfterAttempt, isRetryable, isSuccess, MAX_ATTEMPTS, RATE_LIMIT_PER_MINUTE } from "./RetrySchedule.js"
 import { sign, standardSignature } from "./Signing.js"
 
@@ -50,7 +50,7 @@ export const webhookChannel: Channel<WebhookDestination, OutboundRequest> = {
       createdAt: iso(test.at),
       data: { webhook: { id: webhook.id, url: webhook.url }, message: "This is a test delivery from jobmon." }
     }),
-  pack: (messages) => messages.map((message) => [message]),
+  pack: oneByOne,
   requestFor: (webhook, [message], { at, rate }) => {
     // Standard Webhooks: the attempt's time is signed with the id and the body (replays of a
     // captured delivery are refused by a receiver that checks the timestamp)
