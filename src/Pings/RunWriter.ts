@@ -168,8 +168,10 @@ interface Lane {
   pending: Array<Pending>
   /** A batch is being written. */
   flushing: boolean
-  /** A flush is scheduled for the end of this turn of the event loop. */
+  /** A flush is scheduled (for the end of this turn of the event loop, or when the spacing allows). */
   scheduled: boolean
+  /** When the last batch was sent (performance.now(), ms): batches start at least `lingerMs` apart. */
+  lastStart: number
   /**
    * The lane's own connection, held between batches: a query on a held client goes to the socket
    * at once (the pool hands out clients on a later tick), so the next batch is on its way to
@@ -228,9 +230,11 @@ export class RunWriter {
   newsOrigin: string | undefined = undefined
 
   /**
-   * How long an idle lane waits for more pings before it writes (0: the end of this turn of the
-   * event loop). Cluster mode waits a little: each instance takes a share of the pings, and every
-   * commit that notifies wakes every instance's LISTEN session (docs/performance.md, "Several instances").
+   * The least time between the starts of two batches of a lane, ms (0: none). A ping that finds the
+   * lane idle for that long is written at once (the end of this turn of the event loop); under load
+   * the pings of the next `lingerMs` wait and go in one batch. Cluster mode spaces batches: each
+   * instance takes a share of the pings, and every commit that carries news wakes every instance's
+   * LISTEN session (docs/performance.md, "Several instances"); a quiet monitor's ping is not delayed.
    */
   lingerMs = 0
 
@@ -242,25 +246,31 @@ export class RunWriter {
    * arrived.
    */
   constructor(private readonly pool: pg.Pool, lanes: number = DEFAULT_LANES) {
-    this.lanes = Array.from({ length: Math.max(1, Math.floor(lanes)) }, () => ({ pending: [], flushing: false, scheduled: false, client: undefined }))
+    this.lanes = Array.from({ length: Math.max(1, Math.floor(lanes)) }, () => ({ pending: [], flushing: false, scheduled: false, lastStart: Number.NEGATIVE_INFINITY, client: undefined }))
   }
 
   write(row: RunRow, done: WriteCallback): void {
     if (this.closed) return done(new Error("the run writer is shut down"))
     const lane = this.lanes[laneOf(row.monitorId, this.lanes.length)]!
     lane.pending.push({ row, done })
-    if (!lane.flushing && !lane.scheduled) {
-      // An idle lane writes at the end of this turn of the event loop (setImmediate runs after the
-      // I/O callbacks of the turn): the pings that arrived together go in one batch, instead of the
-      // first alone and the others waiting for its commit.
-      lane.scheduled = true
-      const go = () => {
-        lane.scheduled = false
-        if (!lane.flushing && lane.pending.length > 0) this.flush(lane)
-      }
-      if (this.lingerMs > 0) setTimeout(go, this.lingerMs)
-      else setImmediate(go)
+    if (!lane.flushing && !lane.scheduled) this.schedule(lane)
+  }
+
+  /**
+   * An idle lane writes at the end of this turn of the event loop (setImmediate runs after the I/O
+   * callbacks of the turn): the pings that arrived together go in one batch, instead of the first
+   * alone and the others waiting for its commit. With `lingerMs`, not before that long after the
+   * last batch started.
+   */
+  private schedule(lane: Lane): void {
+    lane.scheduled = true
+    const go = () => {
+      lane.scheduled = false
+      if (!lane.flushing && lane.pending.length > 0) this.flush(lane)
     }
+    const wait = this.lingerMs > 0 ? lane.lastStart + this.lingerMs - performance.now() : 0
+    if (wait > 0) setTimeout(go, Math.ceil(wait))
+    else setImmediate(go)
   }
 
   /**
@@ -330,6 +340,7 @@ export class RunWriter {
     const batch = lane.pending.length <= MAX_BATCH ? lane.pending : lane.pending.slice(0, MAX_BATCH)
     lane.pending = lane.pending.length <= MAX_BATCH ? [] : lane.pending.slice(MAX_BATCH)
     lane.flushing = true
+    lane.lastStart = performance.now()
     this.writeBatch(lane, batch, () => this.afterBatch(lane))
   }
 
@@ -421,8 +432,11 @@ export class RunWriter {
 
   private afterBatch(lane: Lane): void {
     lane.flushing = false
-    if (lane.pending.length > 0) this.flush(lane)
-    else if (this.idle()) {
+    if (lane.pending.length > 0) {
+      // What arrived while the batch was in flight goes next: at once, or when the spacing allows.
+      if (this.lingerMs <= 0) this.flush(lane)
+      else if (!lane.scheduled) this.schedule(lane)
+    } else if (this.idle()) {
       const waiters = this.idleWaiters
       this.idleWaiters = []
       for (const w of waiters) w()

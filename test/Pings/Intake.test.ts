@@ -413,6 +413,50 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("the run wr
     }))
 
 
+  it.effect("with a spacing (cluster mode), a ping on an idle writer is written at once and the pings of a busy one share a batch", () =>
+    Effect.gen(function*() {
+      const database = yield* Database
+      const sql = yield* SqlClient.SqlClient
+      const orgId = randomUUID()
+      const monitorId = randomUUID()
+      const T = Date.parse("2026-11-28T12:00:00Z")
+      const row = (i: number): RunRow => ({
+        orgId, monitorId, id: randomUUID(), status: "SUCCESS", startedAt: T + i, finishedAt: T + i, durationMs: 0, pingAt: T + i,
+        startInferred: true, exitCode: null, output: null, outputTruncated: false, outputBytes: null
+      })
+      const run = (writer: RunWriter) =>
+        Effect.promise(async () => {
+          const write = (r: RunRow) => new Promise<number>((resolve, reject) => {
+            const at = performance.now()
+            writer.write(r, (error) => (error === undefined ? resolve(performance.now() - at) : reject(error)))
+          })
+          // The first ping finds the writer idle: answered without waiting for the spacing.
+          const first = await write(row(0))
+          const before = writer.stats.batches
+          // Then eight pings 5 ms apart, on a writer that has just written.
+          const rest: Array<Promise<number>> = []
+          for (let i = 1; i <= 8; i++) {
+            rest.push(write(row(i)))
+            await new Promise((resolve) => setTimeout(resolve, 5))
+          }
+          await Promise.all(rest)
+          const batches = writer.stats.batches - before
+          await writer.close()
+          return { first, batches }
+        })
+      const spaced = new RunWriter(database.pool)
+      spaced.lingerMs = 1_000
+      const a = yield* run(spaced)
+      expect(a.first).toBeLessThan(500)
+      expect(a.batches).toBe(1)
+      // Without a spacing each of the eight goes on its own (nothing else is in flight 5 ms later).
+      const plain = new RunWriter(database.pool)
+      const b = yield* run(plain)
+      expect(b.batches).toBeGreaterThan(4)
+      const [stored] = yield* sql<{ n: number }>`select count(*)::int as n from runs where monitor_id = ${monitorId}`
+      expect(stored?.n).toBe(18)
+    }))
+
   it.effect("the writer's connection is killed: the service stays up and the next pings are stored on a new one", () =>
     Effect.gen(function*() {
       const monitor = yield* createMonitor()
