@@ -58,6 +58,24 @@ const flags = (args: ReadonlyArray<string>) => {
   return out
 }
 
+/** A flag that must be given: its value, or the message that says so (with an example, if any). */
+const required = (f: ReadonlyMap<string, string>, name: string, example?: string): string => {
+  const value = f.get(name) ?? ""
+  if (value === "") throw new CliError(`--${name} is required${example === undefined ? "" : ` (for example ${example})`}`)
+  return value
+}
+
+/** `--role`: admin or member. */
+const roleFlag = (f: ReadonlyMap<string, string>, fallback: "admin" | "member"): "admin" | "member" => {
+  const role = f.get("role") ?? fallback
+  if (role !== "admin" && role !== "member") throw new CliError("--role must be admin or member")
+  return role
+}
+
+/** A refusal of the service's own code, said as the command's error. */
+const asCliError = <A, R>(effect: Effect.Effect<A, { readonly message: string }, R>) =>
+  Effect.catchAll(effect, (error) => Effect.die(new CliError(error.message)))
+
 // A command run beside `npm start` uses the service's embedded PostgreSQL and leaves it running.
 const DbOnly = makeDatabaseLive({ whenOwned: "attach" }).pipe(Layer.provideMerge(AppConfigLive))
 
@@ -66,8 +84,7 @@ const tokenCreate = (args: ReadonlyArray<string>) =>
     const f = flags(args)
     const scope = f.get("scope") ?? ""
     if (!(Scopes as ReadonlyArray<string>).includes(scope)) throw new CliError(`--scope must be one of ${Scopes.join(", ")}`)
-    const name = f.get("name") ?? ""
-    if (name === "") throw new CliError("--name is required")
+    const name = required(f, "name")
     const slug = f.get("org") ?? "default"
     const expires = f.get("expires")
     const expiresAt = expires === undefined ? null : new Date(expires)
@@ -84,42 +101,33 @@ const tokenCreate = (args: ReadonlyArray<string>) =>
       name,
       scope: scope as Scope,
       expiresAt
-    }).pipe(Effect.catchAll((error) => Effect.die(new CliError(error.message))))
+    }).pipe(asCliError)
     yield* Console.log(token)
   }).pipe(Effect.provide(Tokens.Default), Effect.provide(DbOnly))
 
 const userCreate = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const f = flags(args)
-    const email = f.get("email") ?? ""
-    if (email === "") throw new CliError("--email is required")
-    const name = f.get("name") ?? ""
-    if (name === "") throw new CliError("--name is required")
-    const role = f.get("role") ?? "admin"
-    if (role !== "admin" && role !== "member") throw new CliError("--role must be admin or member")
+    const email = required(f, "email")
+    const name = required(f, "name")
+    const role = roleFlag(f, "admin")
     const password = f.get("password") ?? process.env.JOBMON_PASSWORD ?? ""
     if (password === "") throw new CliError("give the password in the environment variable JOBMON_PASSWORD, or with --password")
     const slug = f.get("org") ?? "default"
     const accounts = yield* Accounts
     const orgId = yield* accounts.orgBySlug(slug)
     if (orgId === undefined) throw new CliError(`no organization with slug '${slug}' (start the service once to create 'default')`)
-    const user = yield* accounts.createUser({ email, name, password, orgId, role }).pipe(
-      Effect.catchAll((error) => Effect.die(new CliError(error.message)))
-    )
+    const user = yield* accounts.createUser({ email, name, password, orgId, role }).pipe(asCliError)
     yield* Console.log(user.id)
   }).pipe(Effect.provide(Accounts.Default), Effect.provide(DbOnly))
 
 const orgCreate = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const f = flags(args)
-    const slug = f.get("slug") ?? ""
-    if (slug === "") throw new CliError("--slug is required (for example --slug staging)")
-    const name = f.get("name") ?? ""
-    if (name === "") throw new CliError("--name is required")
+    const slug = required(f, "slug", "--slug staging")
+    const name = required(f, "name")
     const accounts = yield* Accounts
-    const org = yield* accounts.createOrganization({ slug, name }).pipe(
-      Effect.catchAll((error) => Effect.die(new CliError(error.message)))
-    )
+    const org = yield* accounts.createOrganization({ slug, name }).pipe(asCliError)
     yield* Console.log(org.id)
   }).pipe(Effect.provide(Accounts.Default), Effect.provide(DbOnly))
 
@@ -138,18 +146,13 @@ const orgList = (args: ReadonlyArray<string>) =>
 const orgAddMember = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const f = flags(args)
-    const slug = f.get("org") ?? ""
-    if (slug === "") throw new CliError("--org is required")
-    const email = f.get("email") ?? ""
-    if (email === "") throw new CliError("--email is required")
-    const role = f.get("role") ?? "member"
-    if (role !== "admin" && role !== "member") throw new CliError("--role must be admin or member")
+    const slug = required(f, "org")
+    const email = required(f, "email")
+    const role = roleFlag(f, "member")
     const accounts = yield* Accounts
     const orgId = yield* accounts.orgBySlug(slug)
     if (orgId === undefined) throw new CliError(`no organization with slug '${slug}' (jobmon org list shows them)`)
-    const user = yield* accounts.addMember({ email, orgId, role }).pipe(
-      Effect.catchAll((error) => Effect.die(new CliError(error.message)))
-    )
+    const user = yield* accounts.addMember({ email, orgId, role }).pipe(asCliError)
     yield* Console.log(user.id)
   }).pipe(Effect.provide(Accounts.Default), Effect.provide(DbOnly))
 
