@@ -1,8 +1,8 @@
 import { expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Exit, Layer, Scope, TestClock } from "effect"
+import { Effect, TestClock } from "effect"
 import { Engine } from "../../src/Engine/Engine.js"
-import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, sendPing, TestServer } from "../support/fixture.js"
+import { call, createMonitor, makeTestDatabase, newAdminToken, sendPing, serviceLives, TestServer } from "../support/fixture.js"
 
 /** Let the engine's workers finish what the clock set off (they wait on the real database). */
 const settle = Effect.gen(function*() {
@@ -221,12 +221,7 @@ it.effect("a restart of the whole service raises the MISSED that fell due while 
     const db = yield* makeTestDatabase()
     const token = newAdminToken()
     /** One life of the service on this database: start, use, stop. */
-    const run = <A, E>(use: Effect.Effect<A, E, any>): Effect.Effect<A, unknown> =>
-      Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(AppOn(db.url, token), scope)
-        return yield* (Effect.provide(use, context) as Effect.Effect<A, E>).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
-      })
+    const run = serviceLives(db.url, token)
     const monitor = yield* run(createMonitor({ schedule: { type: "interval", expression: "10m" }, graceSeconds: 60 }))
     // Down for an hour: six occurrences fall due.
     yield* TestClock.adjust("1 hour")

@@ -1,8 +1,8 @@
 import { expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Exit, Layer, Scope, TestClock } from "effect"
+import { Effect, TestClock } from "effect"
 import { Engine } from "../../src/Engine/Engine.js"
-import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, sendPing, TestServer } from "../support/fixture.js"
+import { call, createMonitor, makeTestDatabase, newAdminToken, sendPing, serviceLives, TestServer } from "../support/fixture.js"
 
 // failureThreshold and recoveryThreshold through the whole service on the TestClock
 // (docs/incident-rules.md#thresholds): pings over HTTP, deadlines moved by the test.
@@ -100,12 +100,7 @@ it.effect("the counts survive a restart of the whole service: the third failure 
     const db = yield* makeTestDatabase()
     const token = newAdminToken()
     /** One life of the service on this database: start, use, stop. */
-    const life = <A, E>(use: Effect.Effect<A, E, any>): Effect.Effect<A, unknown> =>
-      Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(AppOn(db.url, token), scope)
-        return yield* (Effect.provide(use, context) as Effect.Effect<A, E>).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
-      })
+    const life = serviceLives(db.url, token)
     const failOnce = (monitorId: string) =>
       Effect.gen(function*() {
         yield* TestClock.adjust("5 minutes")

@@ -1,7 +1,7 @@
 import { expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Exit, Layer, Scope, TestClock } from "effect"
-import { AppOn, call, createMonitor, makeTestDatabase, newAdminToken, sendPing, TestServer } from "../support/fixture.js"
+import { Clock, Effect, TestClock } from "effect"
+import { call, createMonitor, makeTestDatabase, newAdminToken, sendPing, serviceLives, TestServer } from "../support/fixture.js"
 import { createWindow, fail, historyOf, incidentsOf, settle } from "./support.js"
 
 const MIN = 60_000
@@ -202,12 +202,7 @@ it.effect("a restart while a window is active keeps it active and does not dupli
     const db = yield* makeTestDatabase()
     const token = newAdminToken()
     /** One life of the service on this database: start, use, stop. */
-    const run = <A, E>(use: Effect.Effect<A, E, any>): Effect.Effect<A, unknown> =>
-      Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(AppOn(db.url, token), scope)
-        return yield* (Effect.provide(use, context) as Effect.Effect<A, E>).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
-      })
+    const run = serviceLives(db.url, token)
     const t0 = yield* now
     const { monitor, w } = yield* run(Effect.gen(function*() {
       const monitor = yield* createMonitor({ schedule: { type: "interval", expression: "1h" }, graceSeconds: 600 })

@@ -1,6 +1,6 @@
 import { expect, it, layer } from "@effect/vitest"
 import { FetchHttpClient } from "@effect/platform"
-import { Effect, Exit, Layer, Logger, LogLevel, Option, Redacted, Scope, TestClock } from "effect"
+import { Effect, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
 import { readFileSync } from "node:fs"
 import { AppFromConfig } from "../../src/App.js"
 import { AppConfigWith } from "../../src/Config.js"
@@ -10,7 +10,7 @@ import { ServerAddress } from "../../src/Http/Server.js"
 import { type MonitorSample, renderMonitors } from "../../src/Metrics/Monitors.js"
 import { receiver } from "../Delivery/receiver.js"
 import { checkWithPromtool, find, parseExposition, valueOf } from "./exposition.js"
-import { AppOn, call, createMonitor, createOrganization, createToken, makeTestDatabase, newAdminToken, sendPing, TestApp } from "../support/fixture.js"
+import { call, createMonitor, createOrganization, createToken, makeTestDatabase, newAdminToken, sendPing, serviceLives, TestApp } from "../support/fixture.js"
 
 /**
  * GET /metrics through the real server after known activity: monitors created, pings sent (some
@@ -107,12 +107,7 @@ it.effect("a deadline that fell due while the service was down fires as it start
     const db = yield* makeTestDatabase()
     const token = newAdminToken()
     /** One life of the service on this database: start, use, stop. */
-    const run = <A, E>(use: Effect.Effect<A, E, any>): Effect.Effect<A, unknown> =>
-      Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(AppOn(db.url, token), scope)
-        return yield* (Effect.provide(use, context) as Effect.Effect<A, E>).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
-      })
+    const run = serviceLives(db.url, token)
     // expected 10 minutes after its creation, MISSED a minute later (its grace)
     const monitor = yield* run(createMonitor({ schedule: { type: "interval", expression: "10m" }, graceSeconds: 60 }))
     // down for an hour

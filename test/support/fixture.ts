@@ -1,6 +1,6 @@
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
+import { Context, Effect, Exit, Layer, Logger, LogLevel, Option, Redacted, Scope } from "effect"
 import pg from "pg"
 import { randomBytes } from "node:crypto"
 import { inject } from "vitest"
@@ -128,6 +128,18 @@ export const AppOn = (databaseUrl: string, adminToken: string, overrides: Partia
       })
     )
   ).pipe(Layer.provideMerge(FetchHttpClient.layer), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning)))
+
+/**
+ * Lives of the service on one existing database: `life(use)` starts the app (AppOn), runs `use` in
+ * it and stops it, so a test can stop the service and start it again on the same data.
+ */
+export const serviceLives = (databaseUrl: string, adminToken: string) =>
+  <A, E>(use: Effect.Effect<A, E, any>): Effect.Effect<A, unknown> =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(AppOn(databaseUrl, adminToken), scope)
+      return yield* (Effect.provide(use, context) as Effect.Effect<A, E>).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
+    })
 
 export const newAdminToken = () => `jmt_test_${randomBytes(18).toString("base64url")}`
 
