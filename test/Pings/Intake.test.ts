@@ -457,6 +457,44 @@ layer(TestServer(), { excludeTestServices: true, timeout: 120_000 })("the run wr
       expect(stored?.n).toBe(18)
     }))
 
+  it.effect("with a spacing, a steady stream of pings is committed no more often than the spacing allows, pings that came during a commit included", () =>
+    Effect.gen(function*() {
+      const database = yield* Database
+      const sql = yield* SqlClient.SqlClient
+      const orgId = randomUUID()
+      const monitorId = randomUUID()
+      const T = Date.parse("2026-11-28T13:00:00Z")
+      const writer = new RunWriter(database.pool)
+      writer.lingerMs = 250
+      const { elapsed, batches, written } = yield* Effect.promise(async () => {
+        const all: Array<Promise<void>> = []
+        const start = performance.now()
+        // A ping every half millisecond (turns of the event loop) for 600 ms: some arrive while a
+        // batch is in flight.
+        let last = Number.NEGATIVE_INFINITY
+        for (let i = 0; performance.now() - start < 600; i++) {
+          await new Promise((resolve) => setImmediate(resolve))
+          if (performance.now() - last < 0.5) continue
+          last = performance.now()
+          all.push(new Promise<void>((resolve, reject) =>
+            writer.write({
+              orgId, monitorId, id: randomUUID(), status: "SUCCESS", startedAt: T + i, finishedAt: T + i, durationMs: 0, pingAt: T + i,
+              startInferred: true, exitCode: null, output: null, outputTruncated: false, outputBytes: null
+            }, (error) => (error === undefined ? resolve() : reject(error)))
+          ))
+        }
+        await Promise.all(all)
+        const elapsed = performance.now() - start
+        const batches = writer.stats.batches
+        await writer.close()
+        return { elapsed, batches, written: all.length }
+      })
+      // the first ping at once, then one batch per 250 ms at most
+      expect(batches).toBeLessThanOrEqual(Math.ceil(elapsed / 250) + 1)
+      const [stored] = yield* sql<{ n: number }>`select count(*)::int as n from runs where monitor_id = ${monitorId}`
+      expect(stored?.n).toBe(written)
+    }))
+
   it.effect("the writer's connection is killed: the service stays up and the next pings are stored on a new one", () =>
     Effect.gen(function*() {
       const monitor = yield* createMonitor()
